@@ -1,0 +1,148 @@
+// Batched matmul on oneDNN's sgemm (float32) and a blocked loop (float64, int64).
+#include <oneapi/dnnl/dnnl.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/backend/matmul_kernels.h"
+
+namespace terra::kernels {
+namespace {
+
+// A matrix operand as sgemm wants it: row-major with a leading dim, or transposed.
+struct Mat {
+  const void* base;
+  bool trans;
+  int64_t ld;
+};
+
+// Describes the last two dims of `t` (strides rs, cs) as an sgemm operand, if they fit one.
+bool as_gemm_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
+  if (cs == 1 && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if (rs == 1 && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+template <class T>
+void gemm_loop(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs,
+               int64_t bcs, T* C) {
+  for (int64_t i = 0; i < M; ++i) {
+    T* c = C + i * N;
+    for (int64_t j = 0; j < N; ++j) c[j] = T(0);
+    for (int64_t p = 0; p < K; ++p) {
+      T av = A[i * ars + p * acs];
+      const T* b = B + p * brs;
+      for (int64_t j = 0; j < N; ++j) c[j] += av * b[j * bcs];
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(const KernelArgs& k) {
+  TensorImpl& A = *k.in[0].impl();
+  TensorImpl& B = *k.in[1].impl();
+  TensorImpl& C = *k.out[0].impl();
+  const int64_t ra = int64_t(A.shape.size()), rb = int64_t(B.shape.size()), rc = int64_t(C.shape.size());
+  const int64_t M = C.shape[size_t(rc - 2)], N = C.shape[size_t(rc - 1)], K = A.shape[size_t(ra - 1)];
+  // Batch iteration: broadcast strides of A and B over C's batch dims.
+  Shape batch(C.shape.begin(), C.shape.end() - 2);
+  int64_t nb = numel_of(batch);
+  Shape sa(batch.size(), 0), sb(batch.size(), 0);
+  for (size_t d = 0; d < batch.size(); ++d) {
+    int64_t da = int64_t(d) - (int64_t(batch.size()) - (ra - 2));
+    int64_t db = int64_t(d) - (int64_t(batch.size()) - (rb - 2));
+    if (da >= 0 && A.shape[size_t(da)] != 1) sa[d] = A.strides[size_t(da)];
+    if (db >= 0 && B.shape[size_t(db)] != 1) sb[d] = B.strides[size_t(db)];
+  }
+  const int64_t ars = A.strides[size_t(ra - 2)], acs = A.strides[size_t(ra - 1)];
+  const int64_t brs = B.strides[size_t(rb - 2)], bcs = B.strides[size_t(rb - 1)];
+  size_t es = itemsize(C.dtype);
+  char* pa = static_cast<char*>(A.data());
+  char* pb = static_cast<char*>(B.data());
+  char* pc = static_cast<char*>(C.data());
+  if (M * N == 0) return;
+
+  auto batch_offsets = [&](int64_t i, int64_t& oa, int64_t& ob) {
+    oa = ob = 0;
+    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+      int64_t idx = i % batch[size_t(d)];
+      i /= batch[size_t(d)];
+      oa += idx * sa[size_t(d)];
+      ob += idx * sb[size_t(d)];
+    }
+  };
+
+  if (C.dtype == DType::Float32) {
+    bool ta, tb;
+    int64_t lda, ldb;
+    Tensor ca, cb;  // contiguous copies when an operand's strides fit no sgemm layout
+    if (!as_gemm_operand(M, K, ars, acs, ta, lda)) {
+      ca = cpu::contiguous_raw(k.in[0]);
+      pa = static_cast<char*>(ca.impl()->data());
+      std::fill(sa.begin(), sa.end(), 0);
+      Shape cs = contiguous_strides(A.shape);
+      for (size_t d = 0; d < batch.size(); ++d) {
+        int64_t da = int64_t(d) - (int64_t(batch.size()) - (ra - 2));
+        if (da >= 0 && A.shape[size_t(da)] != 1) sa[d] = cs[size_t(da)];
+      }
+      ta = false;
+      lda = K;
+    }
+    if (!as_gemm_operand(K, N, brs, bcs, tb, ldb)) {
+      cb = cpu::contiguous_raw(k.in[1]);
+      pb = static_cast<char*>(cb.impl()->data());
+      std::fill(sb.begin(), sb.end(), 0);
+      Shape cs = contiguous_strides(B.shape);
+      for (size_t d = 0; d < batch.size(); ++d) {
+        int64_t db = int64_t(d) - (int64_t(batch.size()) - (rb - 2));
+        if (db >= 0 && B.shape[size_t(db)] != 1) sb[d] = cs[size_t(db)];
+      }
+      tb = false;
+      ldb = N;
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+      int64_t oa, ob;
+      batch_offsets(i, oa, ob);
+      if (K == 0) {
+        std::fill_n(reinterpret_cast<float*>(pc) + i * M * N, M * N, 0.0f);
+        continue;
+      }
+      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f,
+                                    reinterpret_cast<const float*>(pa) + oa, lda,
+                                    reinterpret_cast<const float*>(pb) + ob, ldb, 0.0f,
+                                    reinterpret_cast<float*>(pc) + i * M * N, N);
+      if (st != dnnl_success) throw std::runtime_error("[matmul] dnnl_sgemm failed with status " + std::to_string(int(st)));
+    }
+    return;
+  }
+  visit_dtype(C.dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) {
+      throw std::invalid_argument("[matmul] bool tensors are not supported");
+    } else {
+      cpu::parallel_for(nb * M, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(N * K, 1)),
+                        [&](int64_t b, int64_t e) {
+                          for (int64_t r = b; r < e; ++r) {
+                            int64_t i = r / M, row = r % M, oa, ob;
+                            batch_offsets(i, oa, ob);
+                            gemm_loop<T>(1, N, K, reinterpret_cast<const T*>(pa) + oa + row * ars, ars, acs,
+                                         reinterpret_cast<const T*>(pb) + ob, brs, bcs,
+                                         reinterpret_cast<T*>(pc) + i * M * N + row * N);
+                          }
+                        });
+    }
+  });
+  (void)es;
+}
+
+}  // namespace terra::kernels

@@ -1,0 +1,23 @@
+// Host allocator that keeps freed blocks in size classes for reuse, so a training step that
+// allocates the same shapes every iteration stops calling malloc after the first one.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace terra {
+
+struct AllocatorStats {
+  int64_t bytes_in_use = 0;    // handed out and not yet freed
+  int64_t peak_bytes_in_use = 0;
+  int64_t bytes_cached = 0;    // freed, kept for reuse
+  int64_t allocations = 0;     // calls to allocate()
+  int64_t cache_hits = 0;      // of those, served from the cache
+};
+
+void* allocate(size_t nbytes);
+void deallocate(void* p, size_t nbytes);
+AllocatorStats allocator_stats();
+void reset_peak_memory();
+void empty_cache();  // returns cached blocks to the system
+
+}  // namespace terra

@@ -1,0 +1,120 @@
+#include "terra/core/dispatch.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "terra/autograd/grad_mode.h"
+#include "terra/autograd/node.h"
+#include "terra/core/random.h"
+
+namespace terra {
+namespace {
+thread_local Executor* t_executor = nullptr;
+}
+
+Executor* current_executor() { return t_executor; }
+ExecutorScope::ExecutorScope(Executor* e) : prev_(t_executor) { t_executor = e; }
+ExecutorScope::~ExecutorScope() { t_executor = prev_; }
+
+std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  const std::vector<TensorMeta>& meta, PhiloxKey rng) {
+  if (op.has(kView)) return {op.view(in[0], attrs)};
+  if (op.has(kInplace)) {
+    std::vector<Tensor> out{in[0]};
+    op.kernel(KernelArgs{in, out, attrs, rng});
+    in[0].impl()->storage->version.fetch_add(1);
+    return out;
+  }
+  std::vector<Tensor> out;
+  out.reserve(meta.size());
+  for (auto& m : meta) out.push_back(empty(m.shape, m.dtype));
+  op.kernel(KernelArgs{in, out, attrs, rng});
+  return out;
+}
+
+static autograd::Edge edge_of(const Tensor& t) {
+  TensorImpl* i = t.impl();
+  if (i->grad_fn) return {i->grad_fn, i->output_nr, nullptr};
+  if (i->requires_grad) return {nullptr, 0, t.impl_ptr()};
+  return {};
+}
+
+std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs) {
+  for (size_t k = 0; k < in.size(); ++k)
+    if (!in[k].defined())
+      throw std::invalid_argument(std::string("[") + op.name + "] input " + std::to_string(k) + " is undefined");
+  std::vector<TensorMeta> meta = op.infer(in, attrs);
+
+  PhiloxKey rng;
+  if (op.has(kRandom)) {
+    uint64_t n = 0;
+    for (auto& m : meta) n += uint64_t(numel_of(m.shape));
+    rng = reserve_random(n);
+  }
+
+  std::shared_ptr<autograd::Node> node;
+  if (op.grad && grad_enabled()) {
+    bool any = false;
+    for (auto& t : in) any |= t.impl()->requires_grad;
+    if (any) {
+      if (op.has(kInplace)) {
+        TensorImpl* self = in[0].impl();
+        if (self->requires_grad && !self->grad_fn)
+          throw std::invalid_argument(std::string("[") + op.name + "] a leaf tensor of shape " +
+                                      shape_str(self->shape) +
+                                      " that requires grad cannot be modified in place (use NoGradGuard)");
+        if (self->base && (self->base->requires_grad || self->requires_grad))
+          throw std::invalid_argument(std::string("[") + op.name +
+                                      "] in-place modification of a view of a tensor that requires grad is not "
+                                      "supported; shape " + shape_str(self->shape));
+      }
+      node = std::make_shared<autograd::Node>();
+      node->op = &op;
+      node->attrs = attrs;
+      node->rng = rng;
+      node->next.reserve(in.size());
+      node->in_meta.reserve(in.size());
+      for (auto& t : in) {
+        node->next.push_back(is_floating(t.dtype()) ? edge_of(t) : autograd::Edge{});
+        node->in_meta.push_back({t.shape(), t.dtype()});
+      }
+      if (op.has(kSaveInputs))
+        for (auto& t : in) node->saved_in.push_back(autograd::SavedTensor::save(t));
+    }
+  }
+
+  Executor* ex = t_executor;
+  std::vector<Tensor> out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
+
+  if (node) {
+    node->out_meta.reserve(out.size());
+    for (auto& t : out) node->out_meta.push_back({t.shape(), t.dtype()});
+    if (op.has(kSaveOutputs))
+      for (auto& t : out) node->saved_out.push_back(autograd::SavedTensor::save(t));
+    for (size_t k = 0; k < out.size(); ++k) {
+      TensorImpl* o = out[k].impl();
+      if (!is_floating(o->dtype)) continue;
+      o->requires_grad = true;
+      o->grad_fn = node;
+      o->output_nr = uint32_t(k);
+    }
+  }
+  return out;
+}
+
+Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs) {
+  return std::move(dispatch(op, std::move(in), attrs)[0]);
+}
+
+void fetch(const Tensor& t) {
+  if (!t.defined()) throw std::invalid_argument("[fetch] reading the value of an undefined tensor");
+  if (t_executor) t_executor->on_fetch(t);
+  t.impl()->data();
+}
+
+Tensor mark_external(Tensor t) {
+  if (t_executor) t_executor->on_external(t);
+  return t;
+}
+
+}  // namespace terra

@@ -1,0 +1,48 @@
+// The dispatcher: every op call goes through dispatch(). It validates and infers shapes (same
+// error in every mode), hands the call to the current Executor (eager by default; tracing,
+// skeleton and lazy executors plug in here), and records autograd history.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "terra/core/op.h"
+
+namespace terra {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Produce outputs for one call whose shapes were already inferred into `meta`.
+  virtual std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  std::vector<TensorMeta>& meta, PhiloxKey rng) = 0;
+  // The host is about to read `t` (item, to_vector, data_ptr): a fetch point.
+  virtual void on_fetch(const Tensor& t) { (void)t; }
+  // `t` was made from host data (tensor(...), scalars): a feed point.
+  virtual void on_external(const Tensor& t) { (void)t; }
+};
+
+Executor* current_executor();  // nullptr: eager
+class ExecutorScope {          // installs an executor on this thread for the scope's life
+ public:
+  explicit ExecutorScope(Executor* e);
+  ~ExecutorScope();
+  ExecutorScope(const ExecutorScope&) = delete;
+  ExecutorScope& operator=(const ExecutorScope&) = delete;
+
+ private:
+  Executor* prev_;
+};
+
+std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs = {});
+Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs = {});
+
+// Runs the kernel (or view) now on real inputs. Eager mode, tracing and the GraphRunner use it.
+std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  const std::vector<TensorMeta>& meta, PhiloxKey rng);
+
+// Fetch-point hook used by Tensor's readers: tells the executor, then materializes.
+void fetch(const Tensor& t);
+// Feed-point hook used by the factories of host data.
+Tensor mark_external(Tensor t);
+
+}  // namespace terra

@@ -1,0 +1,19 @@
+#include "terra/core/op.h"
+
+#include <cstring>
+
+namespace terra {
+
+static std::vector<const OpDef*>& registry() {
+  static std::vector<const OpDef*> r;
+  return r;
+}
+const std::vector<const OpDef*>& all_ops() { return registry(); }
+const OpDef* find_op(const char* name) {
+  for (const OpDef* op : registry())
+    if (std::strcmp(op->name, name) == 0) return op;
+  return nullptr;
+}
+OpRegistrar::OpRegistrar(const OpDef& op) { registry().push_back(&op); }
+
+}  // namespace terra

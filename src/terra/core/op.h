@@ -1,0 +1,76 @@
+// The one definition of an op: name, flags, shape/dtype inference, kernel (or view), gradient.
+// Every mode uses the same definition; only what the dispatcher does with it differs.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "terra/core/attrs.h"
+#include "terra/core/tensor.h"
+
+namespace terra {
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype;
+};
+
+// Counter-based random stream of one op call: replaying the call with the same key draws the same
+// numbers, which is what lets fallback re-execute random ops bit-exactly.
+struct PhiloxKey {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  bool operator==(const PhiloxKey&) const = default;
+};
+
+struct KernelArgs {
+  std::span<const Tensor> in;
+  std::span<Tensor> out;  // allocated contiguous by the dispatcher (in-place ops: out[0] is in[0])
+  const Attrs& attrs;
+  PhiloxKey rng;
+};
+
+struct GradArgs {
+  std::span<const Tensor> in;        // saved inputs (undefined when the op does not save them)
+  std::span<const Tensor> out;       // saved outputs (same)
+  std::span<const Tensor> grad_out;  // one per output; undefined where no gradient flowed
+  std::span<const TensorMeta> in_meta;
+  const Attrs& attrs;
+  PhiloxKey rng;
+};
+
+enum OpFlags : uint32_t {
+  kElementwise = 1u << 0,
+  kRandom = 1u << 1,      // draws numbers: the dispatcher hands it a PhiloxKey
+  kStateful = 1u << 2,    // effects outside tensors: never put in a graph
+  kView = 1u << 3,        // output shares the input's storage
+  kInplace = 1u << 4,     // writes into input 0 and returns it
+  kSaveInputs = 1u << 5,  // autograd keeps the inputs for the gradient
+  kSaveOutputs = 1u << 6, // autograd keeps the outputs for the gradient
+  kNoGrad = 1u << 7,      // integer/boolean results, never differentiable
+};
+
+struct OpDef {
+  using InferFn = std::vector<TensorMeta> (*)(std::span<const Tensor> in, const Attrs& attrs);
+  using KernelFn = void (*)(const KernelArgs& args);
+  using ViewFn = Tensor (*)(const Tensor& in, const Attrs& attrs);
+  using GradFn = std::vector<Tensor> (*)(const GradArgs& args);
+
+  const char* name;
+  uint32_t flags = 0;
+  InferFn infer = nullptr;
+  KernelFn kernel = nullptr;  // computing ops
+  ViewFn view = nullptr;      // kView ops
+  GradFn grad = nullptr;      // null: not differentiable
+
+  bool has(OpFlags f) const { return (flags & f) != 0; }
+};
+
+// Every OpDef registers itself (for listing in tests, tools and the graph dump).
+const std::vector<const OpDef*>& all_ops();
+const OpDef* find_op(const char* name);
+struct OpRegistrar {
+  explicit OpRegistrar(const OpDef& op);
+};
+
+}  // namespace terra

@@ -1,0 +1,24 @@
+// A reference-counted buffer. Views share one Storage, and with it the version counter that
+// autograd uses to refuse values overwritten in place after they were saved.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "terra/core/allocator.h"
+
+namespace terra {
+
+struct Storage {
+  explicit Storage(size_t n) : data(n ? allocate(n) : nullptr), nbytes(n) {}
+  Storage() = default;  // no data yet: a placeholder that a graph mode fills in later
+  ~Storage() { deallocate(data, nbytes); }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  std::atomic<uint64_t> version{0};
+};
+
+}  // namespace terra

@@ -1,0 +1,224 @@
+#include "terra/core/tensor.h"
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
+#include "terra/autograd/node.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/creation.h"
+#include "terra/ops/reduce.h"
+#include "terra/ops/views.h"
+
+namespace terra {
+namespace {
+std::atomic<uint64_t> g_next_id{1};
+
+const TensorImpl& need(const TensorImpl* i, const char* what) {
+  if (!i) throw std::invalid_argument(std::string("[") + what + "] called on an undefined tensor");
+  return *i;
+}
+}  // namespace
+
+TensorImpl::TensorImpl() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+bool TensorImpl::is_contiguous() const {
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+void* TensorImpl::data() {
+  if (!has_data()) {
+    if (pending) {
+      auto p = pending;  // materialize may reset `pending`
+      p->materialize(*this);
+    }
+    if (!has_data() && numel != 0)
+      throw std::runtime_error("[tensor] value of shape " + shape_str(shape) + " is not available");
+  }
+  if (!storage || !storage->data) return nullptr;
+  return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
+}
+
+Tensor empty(const Shape& shape, DType dtype) {
+  auto t = std::make_shared<TensorImpl>();
+  t->numel = numel_of(shape);
+  t->shape = shape;
+  t->strides = contiguous_strides(shape);
+  t->dtype = dtype;
+  t->storage = std::make_shared<Storage>(size_t(t->numel) * itemsize(dtype));
+  return Tensor(std::move(t));
+}
+
+const Shape& Tensor::shape() const { return need(impl_.get(), "shape").shape; }
+const Shape& Tensor::strides() const { return need(impl_.get(), "strides").strides; }
+int64_t Tensor::numel() const { return need(impl_.get(), "numel").numel; }
+DType Tensor::dtype() const { return need(impl_.get(), "dtype").dtype; }
+bool Tensor::is_contiguous() const { return need(impl_.get(), "is_contiguous").is_contiguous(); }
+int64_t Tensor::size(int64_t d) const { return shape()[size_t(wrap_dim("size", d, dim()))]; }
+
+template <class T>
+T Tensor::item() const {
+  need(impl_.get(), "item");
+  if (numel() != 1)
+    throw std::invalid_argument("[item] needs a tensor with one element, got shape " + shape_str(shape()));
+  fetch(*this);
+  T v{};
+  visit_dtype(dtype(), [&](auto z) {
+    using S = decltype(z);
+    v = static_cast<T>(*impl_->data_as<S>());
+  });
+  return v;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  need(impl_.get(), "to_vector");
+  fetch(*this);
+  std::vector<T> out(static_cast<size_t>(numel()));
+  if (out.empty()) return out;
+  visit_dtype(dtype(), [&](auto z) {
+    using S = decltype(z);
+    const S* base = static_cast<const S*>(impl_->storage->data);
+    const Shape& sh = impl_->shape;
+    const Shape& st = impl_->strides;
+    int64_t n = numel(), rank = dim();
+    std::vector<int64_t> idx(size_t(rank), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t off = impl_->offset;
+      for (int64_t d = 0; d < rank; ++d) off += idx[size_t(d)] * st[size_t(d)];
+      out[size_t(i)] = static_cast<T>(base[off]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[size_t(d)] < sh[size_t(d)]) break;
+        idx[size_t(d)] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+template <class T>
+const T* Tensor::data_ptr() const {
+  need(impl_.get(), "data_ptr");
+  if (dtype_of<T>::value != dtype())
+    throw std::invalid_argument(std::string("[data_ptr] requested ") + dtype_name(dtype_of<T>::value) +
+                                " from a tensor of dtype " + dtype_name(dtype()));
+  if (!is_contiguous())
+    throw std::invalid_argument("[data_ptr] tensor of shape " + shape_str(shape()) + " is not contiguous");
+  fetch(*this);
+  return impl_->data_as<T>();
+}
+
+#define TERRA_INSTANTIATE(T)                             \
+  template T Tensor::item<T>() const;                    \
+  template std::vector<T> Tensor::to_vector<T>() const;  \
+  template const T* Tensor::data_ptr<T>() const;
+TERRA_INSTANTIATE(float)
+TERRA_INSTANTIATE(double)
+TERRA_INSTANTIATE(int64_t)
+TERRA_INSTANTIATE(bool)
+#undef TERRA_INSTANTIATE
+template int Tensor::item<int>() const;
+
+Tensor Tensor::grad() const {
+  const TensorImpl& i = need(impl_.get(), "grad");
+  return i.grad ? Tensor(i.grad) : Tensor();
+}
+void Tensor::set_grad(const Tensor& g) const {
+  need(impl_.get(), "set_grad");
+  if (g.defined() && g.shape() != shape())
+    throw std::invalid_argument("[set_grad] gradient of shape " + shape_str(g.shape()) +
+                                " does not match tensor of shape " + shape_str(shape()));
+  impl_->grad = g.impl_ptr();
+}
+bool Tensor::requires_grad() const { return need(impl_.get(), "requires_grad").requires_grad; }
+Tensor& Tensor::requires_grad_(bool on) {
+  need(impl_.get(), "requires_grad_");
+  if (impl_->grad_fn && !on)
+    throw std::invalid_argument("[requires_grad_] cannot turn off requires_grad of a non-leaf tensor; use detach()");
+  if (on && !is_floating(impl_->dtype))
+    throw std::invalid_argument(std::string("[requires_grad_] only floating tensors can require grad, got ") +
+                                dtype_name(impl_->dtype));
+  impl_->requires_grad = on;
+  return *this;
+}
+bool Tensor::is_leaf() const { return !need(impl_.get(), "is_leaf").grad_fn; }
+void Tensor::backward(const Tensor& gradient) const { autograd::run_backward(*this, gradient); }
+
+Tensor Tensor::detach() const {
+  const TensorImpl& s = need(impl_.get(), "detach");
+  auto d = std::make_shared<TensorImpl>();
+  d->shape = s.shape;
+  d->strides = s.strides;
+  d->offset = s.offset;
+  d->numel = s.numel;
+  d->dtype = s.dtype;
+  d->storage = s.storage;
+  d->pending = s.pending;
+  d->base = s.base ? s.base : impl_;
+  return Tensor(std::move(d));
+}
+
+Tensor Tensor::reshape(Shape s) const { return terra::reshape(*this, std::move(s)); }
+Tensor Tensor::view(Shape s) const { return terra::view(*this, std::move(s)); }
+Tensor Tensor::transpose(int64_t a, int64_t b) const { return terra::transpose(*this, a, b); }
+Tensor Tensor::permute(std::vector<int64_t> dims) const { return terra::permute(*this, std::move(dims)); }
+Tensor Tensor::slice(int64_t d, int64_t s, int64_t e, int64_t st) const { return terra::slice(*this, d, s, e, st); }
+Tensor Tensor::select(int64_t d, int64_t i) const { return terra::select(*this, d, i); }
+Tensor Tensor::expand(Shape s) const { return terra::expand(*this, std::move(s)); }
+Tensor Tensor::squeeze(int64_t d) const { return terra::squeeze(*this, d); }
+Tensor Tensor::unsqueeze(int64_t d) const { return terra::unsqueeze(*this, d); }
+Tensor Tensor::flatten(int64_t s, int64_t e) const { return terra::flatten(*this, s, e); }
+Tensor Tensor::contiguous() const { return terra::contiguous(*this); }
+Tensor Tensor::clone() const { return terra::clone(*this); }
+Tensor Tensor::to(DType d) const { return terra::cast(*this, d); }
+Tensor Tensor::sum() const { return terra::sum(*this); }
+Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const { return terra::sum(*this, std::move(dims), keepdim); }
+Tensor Tensor::mean() const { return terra::mean(*this); }
+Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
+  return terra::mean(*this, std::move(dims), keepdim);
+}
+
+const Tensor& Tensor::add_(const Tensor& o, double alpha) const {
+  add_inplace(*this, alpha == 1.0 ? o : mul(o, alpha));
+  return *this;
+}
+const Tensor& Tensor::add_(double v) const {
+  add_inplace(*this, scalar_like(*this, v));
+  return *this;
+}
+const Tensor& Tensor::sub_(const Tensor& o) const {
+  sub_inplace(*this, o);
+  return *this;
+}
+const Tensor& Tensor::mul_(const Tensor& o) const {
+  mul_inplace(*this, o);
+  return *this;
+}
+const Tensor& Tensor::mul_(double v) const {
+  mul_inplace(*this, scalar_like(*this, v));
+  return *this;
+}
+const Tensor& Tensor::div_(const Tensor& o) const {
+  div_inplace(*this, o);
+  return *this;
+}
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  copy_inplace(*this, src);
+  return *this;
+}
+const Tensor& Tensor::zero_() const {
+  fill_inplace(*this, 0.0);
+  return *this;
+}
+const Tensor& Tensor::fill_(double v) const {
+  fill_inplace(*this, v);
+  return *this;
+}
+
+}  // namespace terra

@@ -1,0 +1,123 @@
+// Tensor: a cheap handle to a shared TensorImpl (shape, strides, dtype, storage, autograd state).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "terra/core/dtype.h"
+#include "terra/core/shape.h"
+#include "terra/core/storage.h"
+
+namespace terra {
+
+namespace autograd {
+struct Node;
+}
+struct TensorImpl;
+
+// Produces a tensor's value later: the lazy graph or the GraphRunner implements it.
+struct PendingValue {
+  virtual ~PendingValue() = default;
+  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe.
+  virtual void materialize(TensorImpl& t) = 0;
+};
+
+struct TensorImpl {
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;  // in elements
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+  std::shared_ptr<Storage> storage;
+  std::shared_ptr<PendingValue> pending;  // set while the value lives elsewhere (graph modes)
+
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<TensorImpl> base;  // for views: the tensor whose storage this one views
+
+  uint64_t id;  // process-unique, never reused
+  TensorImpl();
+
+  bool is_contiguous() const;
+  bool has_data() const { return storage && storage->data; }
+  // Element 0's address; materializes a pending value first (no fetch-point bookkeeping).
+  void* data();
+  template <class T>
+  T* data_as() { return static_cast<T*>(data()); }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& strides() const;
+  int64_t dim() const { return int64_t(shape().size()); }
+  int64_t size(int64_t d) const;
+  int64_t numel() const;
+  DType dtype() const;
+  bool is_contiguous() const;
+
+  // Fetch points: the host reads the value.
+  template <class T> T item() const;
+  template <class T> std::vector<T> to_vector() const;
+  template <class T> const T* data_ptr() const;  // contiguous tensors only
+
+  // autograd
+  Tensor grad() const;
+  void set_grad(const Tensor& g) const;
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);
+  bool is_leaf() const;
+  void backward(const Tensor& gradient = {}) const;
+  Tensor detach() const;  // shares storage, no history
+
+  // views and shape
+  Tensor reshape(Shape s) const;
+  Tensor view(Shape s) const;
+  Tensor transpose(int64_t a, int64_t b) const;
+  Tensor permute(std::vector<int64_t> dims) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(Shape s) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor t() const { return transpose(0, 1); }
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType d) const;
+
+  Tensor sum() const;
+  Tensor sum(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::vector<int64_t> dims, bool keepdim = false) const;
+
+  // in place (bump the version counter; a view writes through to its base)
+  const Tensor& add_(const Tensor& other, double alpha = 1.0) const;
+  const Tensor& add_(double v) const;
+  const Tensor& sub_(const Tensor& other) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(double v) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& copy_(const Tensor& src) const;
+  const Tensor& zero_() const;
+  const Tensor& fill_(double v) const;
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use).
+Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+
+}  // namespace terra

@@ -1,0 +1,7 @@
+// Every op's free function. Each op group adds its header here.
+#pragma once
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/creation.h"
+#include "terra/ops/linalg.h"
+#include "terra/ops/reduce.h"
+#include "terra/ops/views.h"

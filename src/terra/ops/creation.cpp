@@ -1,0 +1,102 @@
+#include "terra/ops/creation.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+
+namespace terra {
+namespace {
+
+template <class T>
+Tensor from_host(const std::vector<T>& v, const Shape& shape, const char* who) {
+  for (int64_t d : shape)
+    if (d < 0) throw std::invalid_argument(std::string("[") + who + "] negative dimension in shape " + shape_str(shape));
+  if (int64_t(v.size()) != numel_of(shape))
+    throw std::invalid_argument(std::string("[") + who + "] " + std::to_string(v.size()) +
+                                " values do not fill shape " + shape_str(shape));
+  Tensor t = empty(shape, dtype_of<T>::value);
+  if (!v.empty()) std::memcpy(t.impl()->data(), v.data(), v.size() * sizeof(T));
+  return mark_external(t);
+}
+
+void check_shape(const char* op, const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0) throw std::invalid_argument(std::string("[") + op + "] negative dimension in shape " + shape_str(s));
+}
+
+std::vector<TensorMeta> infer_full(std::span<const Tensor>, const Attrs& a) {
+  check_shape("full", a.ints("shape"));
+  return {{a.ints("shape"), a.dtype("dtype")}};
+}
+void kernel_full(const KernelArgs& k) {
+  double v = k.attrs.f("value");
+  TensorImpl& o = *k.out[0].impl();
+  visit_dtype(o.dtype, [&](auto z) {
+    using T = decltype(z);
+    T* p = o.data_as<T>();
+    T val = static_cast<T>(v);
+    cpu::parallel_for(o.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = val;
+    });
+  });
+}
+const OpDef kFull{.name = "full", .flags = 0, .infer = infer_full, .kernel = kernel_full};
+OpRegistrar reg_full(kFull);
+
+std::vector<TensorMeta> infer_arange(std::span<const Tensor>, const Attrs& a) {
+  int64_t s = a.i("start"), e = a.i("end"), st = a.i("step");
+  if (st == 0) throw std::invalid_argument("[arange] step must be nonzero");
+  int64_t n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / (-st);
+  return {{{std::max<int64_t>(n, 0)}, a.dtype("dtype")}};
+}
+void kernel_arange(const KernelArgs& k) {
+  int64_t s = k.attrs.i("start"), st = k.attrs.i("step");
+  TensorImpl& o = *k.out[0].impl();
+  visit_dtype(o.dtype, [&](auto z) {
+    using T = decltype(z);
+    T* p = o.data_as<T>();
+    for (int64_t i = 0; i < o.numel; ++i) p[i] = static_cast<T>(s + i * st);
+  });
+}
+const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernel_arange};
+OpRegistrar reg_arange(kArange);
+
+}  // namespace
+
+Tensor tensor(std::vector<float> values, Shape shape) { return from_host(values, shape, "tensor"); }
+Tensor tensor_f64(std::vector<double> values, Shape shape) { return from_host(values, shape, "tensor"); }
+Tensor tensor(std::vector<int64_t> values, Shape shape) { return from_host(values, shape, "tensor"); }
+Tensor tensor_bool(std::vector<bool> values, Shape shape) {
+  std::vector<char> tmp(values.begin(), values.end());
+  if (int64_t(tmp.size()) != numel_of(shape))
+    throw std::invalid_argument("[tensor] " + std::to_string(tmp.size()) + " values do not fill shape " + shape_str(shape));
+  Tensor t = empty(shape, DType::Bool);
+  if (!tmp.empty()) std::memcpy(t.impl()->data(), tmp.data(), tmp.size());
+  return mark_external(t);
+}
+
+Tensor scalar_tensor(double value, DType dtype) {
+  Tensor t = empty({}, dtype);
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    *t.impl()->data_as<T>() = static_cast<T>(value);
+  });
+  return mark_external(t);
+}
+
+Tensor full(Shape shape, double value, DType dtype) {
+  return dispatch1(kFull, {}, Attrs{{"shape", shape}, {"value", value}, {"dtype", dtype}});
+}
+Tensor zeros(Shape shape, DType dtype) { return full(std::move(shape), 0.0, dtype); }
+Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1.0, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor arange(int64_t n) { return arange(0, n, 1, DType::Int64); }
+Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype) {
+  return dispatch1(kArange, {}, Attrs{{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
+}
+
+}  // namespace terra

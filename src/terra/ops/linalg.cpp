@@ -1,0 +1,64 @@
+#include "terra/ops/linalg.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/matmul_kernels.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/reduce.h"
+#include "terra/ops/views.h"
+
+namespace terra {
+namespace {
+
+std::vector<TensorMeta> infer_matmul(std::span<const Tensor> in, const Attrs&) {
+  const Shape &a = in[0].shape(), &b = in[1].shape();
+  if (in[0].dtype() != in[1].dtype())
+    throw std::invalid_argument(std::string("[matmul] dtypes ") + dtype_name(in[0].dtype()) + " and " +
+                                dtype_name(in[1].dtype()) + " differ");
+  if (in[0].dtype() == DType::Bool) throw std::invalid_argument("[matmul] bool tensors are not supported");
+  if (a.size() < 2 || b.size() < 2)
+    throw std::invalid_argument("[matmul] internal: operands must be at least 2-D");
+  if (a.back() != b[b.size() - 2])
+    throw std::invalid_argument("[matmul] shapes " + shape_str(a) + " and " + shape_str(b) +
+                                " cannot be multiplied (" + std::to_string(a.back()) + " != " +
+                                std::to_string(b[b.size() - 2]) + ")");
+  Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  Shape s = broadcast_shapes("matmul", ba, bb);
+  s.push_back(a[a.size() - 2]);
+  s.push_back(b.back());
+  return {{s, in[0].dtype()}};
+}
+
+std::vector<Tensor> grad_matmul(const GradArgs& g) {
+  const Tensor& go = g.grad_out[0];
+  Tensor ga = matmul(go, transpose(g.in[1], -1, -2));
+  Tensor gb = matmul(transpose(g.in[0], -1, -2), go);
+  return {sum_to(ga, g.in_meta[0].shape), sum_to(gb, g.in_meta[1].shape)};
+}
+
+const OpDef kMatmul{.name = "matmul", .flags = kSaveInputs, .infer = infer_matmul, .kernel = kernels::matmul,
+                    .grad = grad_matmul};
+OpRegistrar r1(kMatmul);
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) throw std::invalid_argument("[matmul] input is undefined");
+  if (a.dim() == 0 || b.dim() == 0)
+    throw std::invalid_argument("[matmul] both operands need at least one dim; got shapes " + shape_str(a.shape()) +
+                                " and " + shape_str(b.shape()));
+  Tensor x = a.dim() == 1 ? unsqueeze(a, 0) : a;
+  Tensor y = b.dim() == 1 ? unsqueeze(b, 1) : b;
+  if (x.dtype() != y.dtype()) {
+    DType d = promote(x.dtype(), y.dtype());
+    x = cast(x, d);
+    y = cast(y, d);
+  }
+  Tensor r = dispatch1(kMatmul, {x, y});
+  if (b.dim() == 1) r = squeeze(r, -1);
+  if (a.dim() == 1) r = squeeze(r, a.dim() == 1 && b.dim() == 1 ? -1 : -2);
+  return r;
+}
+
+}  // namespace terra

@@ -1,0 +1,333 @@
+#include "terra/ops/views.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/reduce.h"
+
+namespace terra {
+namespace {
+
+[[noreturn]] void bad(const char* op, const std::string& what) {
+  throw std::invalid_argument(std::string("[") + op + "] " + what);
+}
+
+Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
+  auto v = std::make_shared<TensorImpl>();
+  TensorImpl* src = in.impl();
+  v->numel = numel_of(shape);
+  v->shape = std::move(shape);
+  v->strides = std::move(strides);
+  v->offset = offset;
+  v->dtype = src->dtype;
+  v->storage = src->storage;
+  v->pending = src->pending;
+  v->base = src->base ? src->base : in.impl_ptr();
+  return Tensor(std::move(v));
+}
+
+Shape resolve_shape(const char* op, const Shape& in, Shape s) {
+  int64_t known = 1, infer_at = -1;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == -1) {
+      if (infer_at >= 0) bad(op, "only one dimension can be -1 in " + shape_str(s));
+      infer_at = int64_t(d);
+    } else if (s[d] < 0) {
+      bad(op, "invalid dimension in shape " + shape_str(s));
+    } else {
+      known *= s[d];
+    }
+  }
+  int64_t n = numel_of(in);
+  if (infer_at >= 0) {
+    if (known == 0 || n % known != 0) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+    s[size_t(infer_at)] = n / known;
+  }
+  if (numel_of(s) != n) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+  return s;
+}
+
+// Strides that let `shape` view memory laid out as (old, old_st), if any (torch's rule).
+std::optional<Shape> view_strides(const Shape& old, const Shape& old_st, const Shape& shape) {
+  if (old.empty() || numel_of(old) == 0) return contiguous_strides(shape);
+  Shape st(shape.size(), 1);
+  int64_t view_d = int64_t(shape.size()) - 1;
+  int64_t chunk_base = old_st.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(old.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old[size_t(d)];
+    if (d == 0 || (old[size_t(d - 1)] != 1 && old_st[size_t(d - 1)] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[size_t(view_d)] == 1)) {
+        st[size_t(view_d)] = view_numel * chunk_base;
+        view_numel *= shape[size_t(view_d)];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base = old_st[size_t(d - 1)];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return st;
+}
+
+// ---- view
+std::vector<TensorMeta> infer_view(std::span<const Tensor> in, const Attrs& a) {
+  const Shape& s = a.ints("shape");
+  if (numel_of(s) != in[0].numel())
+    bad("view", "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in[0].shape()));
+  if (!view_strides(in[0].shape(), in[0].strides(), s))
+    bad("view", "shape " + shape_str(s) + " is not compatible with the input's strides " +
+                    shape_str(in[0].strides()) + " (shape " + shape_str(in[0].shape()) + "); use reshape");
+  return {{s, in[0].dtype()}};
+}
+Tensor view_view(const Tensor& x, const Attrs& a) {
+  const Shape& s = a.ints("shape");
+  return make_view(x, s, *view_strides(x.shape(), x.strides(), s), x.impl()->offset);
+}
+std::vector<Tensor> grad_view(const GradArgs& g) { return {reshape(g.grad_out[0], g.in_meta[0].shape)}; }
+const OpDef kViewOp{.name = "view", .flags = kView, .infer = infer_view, .view = view_view, .grad = grad_view};
+
+// ---- permute
+std::vector<TensorMeta> infer_permute(std::span<const Tensor> in, const Attrs& a) {
+  const auto& p = a.ints("dims");
+  int64_t r = in[0].dim();
+  if (int64_t(p.size()) != r) bad("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
+  std::vector<bool> seen(size_t(r), false);
+  Shape s(static_cast<size_t>(r));
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t q = p[size_t(d)];
+    if (q < 0 || q >= r || seen[size_t(q)]) bad("permute", "dims " + shape_str(p) + " are not a permutation of rank " + std::to_string(r));
+    seen[size_t(q)] = true;
+    s[size_t(d)] = in[0].shape()[size_t(q)];
+  }
+  return {{s, in[0].dtype()}};
+}
+Tensor view_permute(const Tensor& x, const Attrs& a) {
+  const auto& p = a.ints("dims");
+  Shape s(p.size()), st(p.size());
+  for (size_t d = 0; d < p.size(); ++d) {
+    s[d] = x.shape()[size_t(p[d])];
+    st[d] = x.strides()[size_t(p[d])];
+  }
+  return make_view(x, s, st, x.impl()->offset);
+}
+std::vector<Tensor> grad_permute(const GradArgs& g) {
+  const auto& p = g.attrs.ints("dims");
+  std::vector<int64_t> inv(p.size());
+  for (size_t d = 0; d < p.size(); ++d) inv[size_t(p[d])] = int64_t(d);
+  return {permute(g.grad_out[0], inv)};
+}
+const OpDef kPermute{.name = "permute", .flags = kView, .infer = infer_permute, .view = view_permute,
+                     .grad = grad_permute};
+
+// ---- slice (dim, start, end, step already normalized to the input)
+std::vector<TensorMeta> infer_slice(std::span<const Tensor> in, const Attrs& a) {
+  Shape s = in[0].shape();
+  int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
+  s[size_t(d)] = en > st ? (en - st + step - 1) / step : 0;
+  return {{s, in[0].dtype()}};
+}
+Tensor view_slice(const Tensor& x, const Attrs& a) {
+  int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
+  Shape s = x.shape(), str = x.strides();
+  s[size_t(d)] = en > st ? (en - st + step - 1) / step : 0;
+  int64_t off = x.impl()->offset + st * str[size_t(d)];
+  str[size_t(d)] *= step;
+  return make_view(x, s, str, off);
+}
+
+std::vector<TensorMeta> infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
+  return {{a.ints("in_shape"), in[0].dtype()}};
+}
+void kernel_slice_backward(const KernelArgs& k) {
+  Tensor& out = k.out[0];
+  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
+  Tensor region = view_slice(out, k.attrs);
+  cpu::copy_into(*k.in[0].impl(), *region.impl());
+}
+std::vector<Tensor> grad_slice_backward(const GradArgs& g) {
+  const Attrs& a = g.attrs;
+  return {slice(g.grad_out[0], a.i("dim"), a.i("start"), a.i("end"), a.i("step"))};
+}
+const OpDef kSliceBackward{.name = "slice_backward", .flags = 0, .infer = infer_slice_backward,
+                           .kernel = kernel_slice_backward, .grad = grad_slice_backward};
+Tensor slice_backward(const Tensor& g, const Shape& in_shape, const Attrs& a) {
+  Attrs b = a;
+  b.set("in_shape", in_shape);
+  return dispatch1(kSliceBackward, {g}, b);
+}
+std::vector<Tensor> grad_slice(const GradArgs& g) {
+  return {slice_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs)};
+}
+const OpDef kSlice{.name = "slice", .flags = kView, .infer = infer_slice, .view = view_slice, .grad = grad_slice};
+
+// ---- expand
+std::vector<TensorMeta> infer_expand(std::span<const Tensor> in, const Attrs& a) {
+  const Shape& want = a.ints("shape");
+  const Shape& have = in[0].shape();
+  if (want.size() < have.size()) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
+  Shape s(want.size());
+  size_t off = want.size() - have.size();
+  for (size_t d = 0; d < want.size(); ++d) {
+    int64_t h = d < off ? 1 : have[d - off];
+    int64_t w = want[d] == -1 ? h : want[d];
+    if (d < off && want[d] == -1) bad("expand", "-1 is not allowed for a new leading dim in " + shape_str(want));
+    if (h != w && h != 1) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
+    s[d] = w;
+  }
+  return {{s, in[0].dtype()}};
+}
+Tensor view_expand(const Tensor& x, const Attrs& a) {
+  Shape s = infer_expand(std::span<const Tensor>(&x, 1), a)[0].shape;
+  Shape st(s.size(), 0);
+  size_t off = s.size() - size_t(x.dim());
+  for (size_t d = off; d < s.size(); ++d)
+    st[d] = x.shape()[d - off] == s[d] ? x.strides()[d - off] : 0;
+  return make_view(x, s, st, x.impl()->offset);
+}
+std::vector<Tensor> grad_expand(const GradArgs& g) { return {sum_to(g.grad_out[0], g.in_meta[0].shape)}; }
+const OpDef kExpand{.name = "expand", .flags = kView, .infer = infer_expand, .view = view_expand,
+                    .grad = grad_expand};
+
+// ---- copy (contiguous / clone) and cast
+std::vector<TensorMeta> infer_copy(std::span<const Tensor> in, const Attrs&) {
+  return {{in[0].shape(), in[0].dtype()}};
+}
+void kernel_copy(const KernelArgs& k) { cpu::copy_into(*k.in[0].impl(), *k.out[0].impl()); }
+std::vector<Tensor> grad_copy(const GradArgs& g) { return {g.grad_out[0]}; }
+const OpDef kCopy{.name = "copy", .flags = kElementwise, .infer = infer_copy, .kernel = kernel_copy,
+                  .grad = grad_copy};
+
+std::vector<TensorMeta> infer_cast(std::span<const Tensor> in, const Attrs& a) {
+  return {{in[0].shape(), a.dtype("dtype")}};
+}
+std::vector<Tensor> grad_cast(const GradArgs& g) {
+  DType d = g.in_meta[0].dtype;
+  if (!is_floating(d)) return {Tensor()};
+  return {cast(g.grad_out[0], d)};
+}
+const OpDef kCast{.name = "cast", .flags = kElementwise, .infer = infer_cast, .kernel = kernel_copy,
+                  .grad = grad_cast};
+
+OpRegistrar r1(kViewOp), r2(kPermute), r3(kSlice), r4(kSliceBackward), r5(kExpand), r6(kCopy), r7(kCast);
+
+}  // namespace
+
+Tensor view(const Tensor& x, Shape shape) {
+  if (!x.defined()) bad("view", "input is undefined");
+  return dispatch1(kViewOp, {x}, Attrs{{"shape", resolve_shape("view", x.shape(), std::move(shape))}});
+}
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  if (!x.defined()) bad("reshape", "input is undefined");
+  Shape s = resolve_shape("reshape", x.shape(), std::move(shape));
+  if (s == x.shape()) return x;
+  if (view_strides(x.shape(), x.strides(), s)) return dispatch1(kViewOp, {x}, Attrs{{"shape", s}});
+  return dispatch1(kViewOp, {clone(x)}, Attrs{{"shape", s}});
+}
+
+Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
+  if (!x.defined()) bad("permute", "input is undefined");
+  for (auto& d : dims) d = wrap_dim("permute", d, x.dim());
+  return dispatch1(kPermute, {x}, Attrs{{"dims", dims}});
+}
+
+Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
+  if (!x.defined()) bad("transpose", "input is undefined");
+  int64_t r = x.dim();
+  if (r < 2 && (a == b || r == 0)) {
+    wrap_dim("transpose", a, r);
+    wrap_dim("transpose", b, r);
+    return x;
+  }
+  a = wrap_dim("transpose", a, r);
+  b = wrap_dim("transpose", b, r);
+  std::vector<int64_t> p(static_cast<size_t>(r));
+  for (int64_t d = 0; d < r; ++d) p[size_t(d)] = d;
+  std::swap(p[size_t(a)], p[size_t(b)]);
+  return dispatch1(kPermute, {x}, Attrs{{"dims", p}});
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (!x.defined()) bad("slice", "input is undefined");
+  if (x.dim() == 0) bad("slice", "cannot slice a 0-d tensor");
+  dim = wrap_dim("slice", dim, x.dim());
+  if (step <= 0) bad("slice", "step must be positive, got " + std::to_string(step));
+  int64_t n = x.shape()[size_t(dim)];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  return dispatch1(kSlice, {x}, Attrs{{"dim", dim}, {"start", start}, {"end", end}, {"step", step}});
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  if (!x.defined()) bad("select", "input is undefined");
+  dim = wrap_dim("select", dim, x.dim());
+  int64_t n = x.shape()[size_t(dim)];
+  if (index < -n || index >= n)
+    bad("select", "index " + std::to_string(index) + " is out of range for dim " + std::to_string(dim) +
+                      " of shape " + shape_str(x.shape()));
+  if (index < 0) index += n;
+  return squeeze(slice(x, dim, index, index + 1), dim);
+}
+
+Tensor expand(const Tensor& x, Shape shape) {
+  if (!x.defined()) bad("expand", "input is undefined");
+  if (shape == x.shape()) return x;
+  return dispatch1(kExpand, {x}, Attrs{{"shape", shape}});
+}
+
+Tensor squeeze(const Tensor& x, int64_t dim) {
+  if (!x.defined()) bad("squeeze", "input is undefined");
+  if (x.dim() == 0) return x;
+  dim = wrap_dim("squeeze", dim, x.dim());
+  if (x.shape()[size_t(dim)] != 1) return x;
+  Shape s = x.shape();
+  s.erase(s.begin() + dim);
+  return dispatch1(kViewOp, {x}, Attrs{{"shape", s}});
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  if (!x.defined()) bad("unsqueeze", "input is undefined");
+  dim = wrap_dim("unsqueeze", dim, x.dim() + 1);
+  Shape s = x.shape();
+  s.insert(s.begin() + dim, 1);
+  return dispatch1(kViewOp, {x}, Attrs{{"shape", s}});
+}
+
+Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
+  if (!x.defined()) bad("flatten", "input is undefined");
+  if (x.dim() == 0) return reshape(x, {1});
+  start = wrap_dim("flatten", start, x.dim());
+  end = wrap_dim("flatten", end, x.dim());
+  if (start > end) bad("flatten", "start dim " + std::to_string(start) + " is after end dim " + std::to_string(end));
+  Shape s;
+  for (int64_t d = 0; d < start; ++d) s.push_back(x.shape()[size_t(d)]);
+  int64_t m = 1;
+  for (int64_t d = start; d <= end; ++d) m *= x.shape()[size_t(d)];
+  s.push_back(m);
+  for (int64_t d = end + 1; d < x.dim(); ++d) s.push_back(x.shape()[size_t(d)]);
+  return reshape(x, s);
+}
+
+Tensor contiguous(const Tensor& x) {
+  if (!x.defined()) bad("contiguous", "input is undefined");
+  return x.is_contiguous() ? x : dispatch1(kCopy, {x});
+}
+Tensor clone(const Tensor& x) { return dispatch1(kCopy, {x}); }
+Tensor cast(const Tensor& x, DType dtype) {
+  if (!x.defined()) bad("cast", "input is undefined");
+  if (x.dtype() == dtype) return x;
+  return dispatch1(kCast, {x}, Attrs{{"dtype", dtype}});
+}
+
+}  // namespace terra

@@ -1,0 +1,10 @@
+// terra: the public C++ API (see API.md). One include for everything.
+#pragma once
+#include "terra/autograd/grad_mode.h"
+#include "terra/core/allocator.h"
+#include "terra/core/dispatch.h"
+#include "terra/core/dtype.h"
+#include "terra/core/random.h"
+#include "terra/core/shape.h"
+#include "terra/core/tensor.h"
+#include "terra/ops/all.h"
