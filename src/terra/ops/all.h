@@ -5,3 +5,7 @@
 #include "terra/ops/linalg.h"
 #include "terra/ops/reduce.h"
 #include "terra/ops/views.h"
+#include "terra/ops/conv.h"
+#include "terra/ops/linear.h"
+#include "terra/ops/norm.h"
+#include "terra/ops/pool.h"

@@ -1,0 +1,94 @@
+#include "terra/backend/cpu/dnnl_common.h"
+
+#include <mutex>
+#include <stdexcept>
+
+namespace terra::cpu::onednn {
+namespace {
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ size_t(v)) * 1099511628211ull;
+    return h;
+  }
+};
+
+// Shapes can vary step to step (detection models): bound the cache, dropping it wholesale.
+constexpr size_t kMaxEntries = 4096;
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<Key, std::shared_ptr<const Cached>, KeyHash> map;
+};
+Cache& cache() {
+  static Cache* c = new Cache;  // leaked: kernels may run during static destruction
+  return *c;
+}
+
+}  // namespace
+
+dnnl::engine& engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached()>& make) {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.map.find(key);
+    if (it != c.map.end()) return it->second;
+  }
+  // Created outside the lock: two threads may both build it; the first insert wins.
+  auto made = std::make_shared<const Cached>(make());
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.map.size() >= kMaxEntries) c.map.clear();
+  auto [it, fresh] = c.map.emplace(key, made);
+  return it->second;
+}
+
+size_t cache_size() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.map.size();
+}
+
+dnnl::memory::desc plain_f32(const dnnl::memory::dims& dims) {
+  using tag = dnnl::memory::format_tag;
+  static const tag tags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  if (dims.size() < 1 || dims.size() > 6) throw std::runtime_error("[onednn] internal: unsupported rank");
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tags[dims.size()]);
+}
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
+  return dnnl::memory(md, engine(), const_cast<void*>(data));
+}
+
+void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args) {
+  dnnl::memory::desc sd = c.pd.scratchpad_desc();
+  std::unique_ptr<char[]> scratch;
+  if (sd.get_size() > 0) {
+    scratch.reset(new char[sd.get_size() + 64]);
+    void* p = scratch.get();
+    size_t space = sd.get_size() + 64;
+    p = std::align(64, sd.get_size(), p, space);
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(sd, engine(), p));
+  }
+  dnnl::stream& s = stream();
+  c.prim.execute(s, args);
+  s.wait();
+}
+
+}  // namespace terra::cpu::onednn
