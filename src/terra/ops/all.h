@@ -9,3 +9,7 @@
 #include "terra/ops/linear.h"
 #include "terra/ops/norm.h"
 #include "terra/ops/pool.h"
+#include "terra/ops/indexing.h"
+#include "terra/ops/loss.h"
+#include "terra/ops/random_ops.h"
+#include "terra/ops/softmax.h"

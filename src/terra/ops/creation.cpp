@@ -1,5 +1,6 @@
 #include "terra/ops/creation.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,25 @@ void kernel_arange(const KernelArgs& k) {
 const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernel_arange};
 OpRegistrar reg_arange(kArange);
 
+std::vector<TensorMeta> infer_eye(std::span<const Tensor>, const Attrs& a) {
+  int64_t n = a.i("n"), m = a.i("m");
+  if (n < 0 || m < 0)
+    throw std::invalid_argument("[eye] sizes must be non-negative, got n=" + std::to_string(n) + ", m=" + std::to_string(m));
+  return {{{n, m}, a.dtype("dtype")}};
+}
+void kernel_eye(const KernelArgs& k) {
+  TensorImpl& o = *k.out[0].impl();
+  int64_t n = o.shape[0], m = o.shape[1];
+  visit_dtype(o.dtype, [&](auto z) {
+    using T = decltype(z);
+    T* p = o.data_as<T>();
+    for (int64_t i = 0; i < n * m; ++i) p[i] = T(0);
+    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
+  });
+}
+const OpDef kEye{.name = "eye", .flags = 0, .infer = infer_eye, .kernel = kernel_eye};
+OpRegistrar reg_eye(kEye);
+
 }  // namespace
 
 Tensor tensor(std::vector<float> values, Shape shape) { return from_host(values, shape, "tensor"); }
@@ -97,6 +117,10 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor arange(int64_t n) { return arange(0, n, 1, DType::Int64); }
 Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype) {
   return dispatch1(kArange, {}, Attrs{{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  return dispatch1(kEye, {}, Attrs{{"n", n}, {"m", m < 0 ? n : m}, {"dtype", dtype}});
 }
 
 }  // namespace terra

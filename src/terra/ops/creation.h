@@ -33,5 +33,7 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor arange(int64_t n);
 Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType::Int64);
+// n x m identity (m = -1: square).
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32);
 
 }  // namespace terra

@@ -1,0 +1,499 @@
+#include "terra/ops/indexing.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/views.h"
+
+namespace terra {
+namespace {
+
+[[noreturn]] void bad(const char* op, const std::string& msg) {
+  throw std::invalid_argument(std::string("[") + op + "] " + msg);
+}
+
+void check_index(const char* op, const Tensor& index, const char* what = "index") {
+  if (!index.defined()) bad(op, std::string(what) + " is undefined");
+  if (index.dtype() != DType::Int64)
+    bad(op, std::string(what) + " must be int64, got " + dtype_name(index.dtype()) + " of shape " +
+                shape_str(index.shape()));
+}
+
+// Checks every index value before any parallel work (kernels may not throw inside a parallel region).
+void check_range(const char* op, const int64_t* p, int64_t n, int64_t size, const std::string& what) {
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] < 0 || p[i] >= size)
+      bad(op, "index " + std::to_string(p[i]) + " is out of range for " + what + " of size " + std::to_string(size));
+}
+
+void zero_fill(Tensor& t) {
+  if (t.numel()) std::memset(t.impl()->data(), 0, size_t(t.numel()) * itemsize(t.dtype()));
+}
+
+struct Layout3 {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+Layout3 around(const Shape& s, int64_t dim) {
+  Layout3 l;
+  for (int64_t d = 0; d < dim; ++d) l.outer *= s[size_t(d)];
+  l.n = s[size_t(dim)];
+  for (size_t d = size_t(dim) + 1; d < s.size(); ++d) l.inner *= s[d];
+  return l;
+}
+
+// ---- cat: any number of inputs, attr dim.
+std::vector<TensorMeta> infer_cat(std::span<const Tensor> in, const Attrs& a) {
+  if (in.empty()) bad("cat", "needs at least one tensor");
+  int64_t dim = a.i("dim");
+  const Shape& s0 = in[0].shape();
+  Shape out = s0;
+  if (dim < 0 || dim >= int64_t(s0.size())) bad("cat", "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(s0));
+  out[size_t(dim)] = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Shape& s = in[k].shape();
+    bool ok = s.size() == s0.size() && in[k].dtype() == in[0].dtype();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = int64_t(d) == dim || s[d] == s0[d];
+    if (!ok)
+      bad("cat", "tensor " + std::to_string(k) + " of shape " + shape_str(s) + " (" + dtype_name(in[k].dtype()) +
+                     ") does not match tensor 0 of shape " + shape_str(s0) + " (" + dtype_name(in[0].dtype()) +
+                     ") outside dim " + std::to_string(dim));
+    out[size_t(dim)] += s[size_t(dim)];
+  }
+  return {{out, in[0].dtype()}};
+}
+
+void kernel_cat(const KernelArgs& k) {
+  TensorImpl& o = *k.out[0].impl();
+  int64_t dim = k.attrs.i("dim"), off = 0;
+  for (const Tensor& t : k.in) {
+    int64_t len = t.shape()[size_t(dim)];
+    if (t.numel() > 0) {
+      TensorImpl region;  // the slab of the output this input fills
+      region.shape = t.shape();
+      region.strides = o.strides;
+      region.offset = o.offset + off * o.strides[size_t(dim)];
+      region.numel = t.numel();
+      region.dtype = o.dtype;
+      region.storage = o.storage;
+      cpu::copy_into(*t.impl(), region);
+    }
+    off += len;
+  }
+}
+
+std::vector<Tensor> grad_cat(const GradArgs& g) {
+  int64_t dim = g.attrs.i("dim"), off = 0;
+  std::vector<Tensor> out;
+  for (const TensorMeta& m : g.in_meta) {
+    int64_t len = m.shape[size_t(dim)];
+    out.push_back(is_floating(m.dtype) ? slice(g.grad_out[0], dim, off, off + len) : Tensor());
+    off += len;
+  }
+  return out;
+}
+
+const OpDef kCat{.name = "cat", .flags = 0, .infer = infer_cat, .kernel = kernel_cat, .grad = grad_cat};
+
+// ---- index_select: inputs (x, index), attr dim.
+std::vector<TensorMeta> infer_index_select(std::span<const Tensor> in, const Attrs& a) {
+  check_index("index_select", in[1]);
+  if (in[1].dim() > 1) bad("index_select", "index must be 1-D, got shape " + shape_str(in[1].shape()));
+  Shape s = in[0].shape();
+  s[size_t(a.i("dim"))] = in[1].numel();
+  return {{s, in[0].dtype()}};
+}
+
+void kernel_index_select(const KernelArgs& k) {
+  Tensor x = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
+  int64_t dim = k.attrs.i("dim");
+  Layout3 l = around(x.shape(), dim);
+  const int64_t* pi = idx.impl()->data_as<int64_t>();
+  int64_t m = idx.numel();
+  check_range("index_select", pi, m, l.n, "dim " + std::to_string(dim));
+  size_t es = itemsize(x.dtype()), row = size_t(l.inner) * es;
+  const char* px = static_cast<const char*>(x.impl()->data());
+  char* po = static_cast<char*>(k.out[0].impl()->data());
+  if (!row) return;
+  cpu::parallel_for(l.outer * m, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.inner, 1)),
+                    [&](int64_t b, int64_t e) {
+                      for (int64_t r = b; r < e; ++r) {
+                        int64_t o = r / m, j = r % m;
+                        std::memcpy(po + size_t(r) * row, px + size_t(o * l.n + pi[j]) * row, row);
+                      }
+                    });
+}
+
+std::vector<Tensor> grad_index_select(const GradArgs& g) {
+  return {index_select_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs.i("dim"), g.in[1]), Tensor()};
+}
+
+// ---- index_select_backward: inputs (grad, index), attrs dim, shape.
+std::vector<TensorMeta> infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
+  check_index("index_select_backward", in[1]);
+  Shape want = a.ints("shape");
+  int64_t dim = a.i("dim");
+  if (dim < 0 || dim >= int64_t(want.size())) bad("index_select_backward", "dim out of range for " + shape_str(want));
+  want[size_t(dim)] = in[1].numel();
+  if (in[0].shape() != want || !is_floating(in[0].dtype()))
+    bad("index_select_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit input shape " +
+                                     shape_str(a.ints("shape")) + " and " + std::to_string(in[1].numel()) +
+                                     " indices");
+  return {{a.ints("shape"), in[0].dtype()}};
+}
+
+void kernel_index_select_bw(const KernelArgs& k) {
+  Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
+  Tensor& out = k.out[0];
+  int64_t dim = k.attrs.i("dim");
+  Layout3 l = around(out.shape(), dim);
+  const int64_t* pi = idx.impl()->data_as<int64_t>();
+  int64_t m = idx.numel();
+  check_range("index_select_backward", pi, m, l.n, "dim " + std::to_string(dim));
+  zero_fill(out);
+  visit_floating(out.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* pg = g.impl()->data_as<T>();
+    T* po = out.impl()->data_as<T>();
+    // Parallel over `outer`: different outer slices never collide.
+    cpu::parallel_for(l.outer, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(m * l.inner, 1)),
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t o = b; o < e; ++o)
+                          for (int64_t j = 0; j < m; ++j) {
+                            const T* src = pg + (o * m + j) * l.inner;
+                            T* dst = po + (o * l.n + pi[j]) * l.inner;
+                            for (int64_t i = 0; i < l.inner; ++i) dst[i] += src[i];
+                          }
+                      });
+  });
+}
+
+std::vector<Tensor> grad_index_select_bw(const GradArgs& g) {
+  return {index_select(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
+}
+
+const OpDef kIndexSelect{.name = "index_select", .flags = kSaveInputs, .infer = infer_index_select,
+                         .kernel = kernel_index_select, .grad = grad_index_select};
+const OpDef kIndexSelectBackward{.name = "index_select_backward", .flags = kSaveInputs,
+                                 .infer = infer_index_select_bw, .kernel = kernel_index_select_bw,
+                                 .grad = grad_index_select_bw};
+
+// ---- gather: inputs (x, index), attr dim. Output has index's shape.
+void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, int64_t dim) {
+  check_index(op, index);
+  const Shape& is = index.shape();
+  bool ok = is.size() == xs.size();
+  for (size_t d = 0; ok && d < is.size(); ++d) ok = int64_t(d) == dim || is[d] <= xs[d];
+  if (!ok)
+    bad(op, "index of shape " + shape_str(is) + " does not fit input of shape " + shape_str(xs) +
+                " (same rank, no larger outside dim " + std::to_string(dim) + ")");
+}
+
+std::vector<TensorMeta> infer_gather(std::span<const Tensor> in, const Attrs& a) {
+  check_gather_shapes("gather", in[0].shape(), in[1], a.i("dim"));
+  return {{in[1].shape(), in[0].dtype()}};
+}
+
+// Calls f(out_flat, x_offset) for every index element, x_offset in x's (strided) elements.
+template <class F>
+void gather_walk(const char* op, const TensorImpl& x_like, const Shape& x_strides, const Tensor& idx, int64_t dim,
+                 bool parallel, F&& f) {
+  TensorImpl& it = *idx.impl();
+  const int64_t* pi = it.data_as<int64_t>();
+  int64_t n = it.numel, size = x_like.shape[size_t(dim)];
+  Shape out_st = contiguous_strides(it.shape), xs = x_strides;
+  int64_t xdim_stride = xs[size_t(dim)];
+  xs[size_t(dim)] = 0;
+  std::array<const int64_t*, 3> st{out_st.data(), it.strides.data(), xs.data()};
+  // Validate first (serially) so the parallel pass cannot throw.
+  cpu::strided_range<3>(it.shape, st, 0, n, [&](const std::array<int64_t, 3>& o) {
+    int64_t v = pi[o[1]];
+    if (v < 0 || v >= size)
+      bad(op, "index " + std::to_string(v) + " is out of range for dim " + std::to_string(dim) + " of size " +
+                  std::to_string(size));
+  });
+  auto body = [&](int64_t b, int64_t e) {
+    cpu::strided_range<3>(it.shape, st, b, e,
+                          [&](const std::array<int64_t, 3>& o) { f(o[0], o[2] + pi[o[1]] * xdim_stride); });
+  };
+  if (parallel) cpu::parallel_for(n, cpu::kGrain, body);
+  else body(0, n);
+}
+
+void kernel_gather(const KernelArgs& k) {
+  TensorImpl& x = *k.in[0].impl();
+  visit_dtype(x.dtype, [&](auto z) {
+    using T = decltype(z);
+    const T* px = x.data_as<T>();
+    T* po = k.out[0].impl()->data_as<T>();
+    gather_walk("gather", x, x.strides, k.in[1], k.attrs.i("dim"), true,
+                [&](int64_t oi, int64_t xo) { po[oi] = px[xo]; });
+  });
+}
+
+std::vector<Tensor> grad_gather(const GradArgs& g) {
+  return {gather_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs.i("dim"), g.in[1]), Tensor()};
+}
+
+// ---- gather_backward: inputs (grad, index), attrs dim, shape: scatter-add into zeros.
+std::vector<TensorMeta> infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
+  const Shape& s = a.ints("shape");
+  int64_t dim = a.i("dim");
+  if (dim < 0 || dim >= int64_t(s.size())) bad("gather_backward", "dim out of range for " + shape_str(s));
+  check_gather_shapes("gather_backward", s, in[1], dim);
+  if (in[0].shape() != in[1].shape() || !is_floating(in[0].dtype()))
+    bad("gather_backward", "grad of shape " + shape_str(in[0].shape()) + " must have the index's shape " +
+                               shape_str(in[1].shape()));
+  return {{s, in[0].dtype()}};
+}
+
+void kernel_gather_bw(const KernelArgs& k) {
+  Tensor g = cpu::contiguous_raw(k.in[0]);
+  Tensor& out = k.out[0];
+  zero_fill(out);
+  TensorImpl& o = *out.impl();
+  visit_floating(o.dtype, [&](auto z) {
+    using T = decltype(z);
+    const T* pg = g.impl()->data_as<T>();
+    T* po = o.data_as<T>();
+    // Serial: several index entries may hit the same element.
+    gather_walk("gather_backward", o, o.strides, k.in[1], k.attrs.i("dim"), false,
+                [&](int64_t gi, int64_t oo) { po[oo] += pg[gi]; });
+  });
+}
+
+std::vector<Tensor> grad_gather_bw(const GradArgs& g) {
+  return {gather(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
+}
+
+const OpDef kGather{.name = "gather", .flags = kSaveInputs, .infer = infer_gather, .kernel = kernel_gather,
+                    .grad = grad_gather};
+const OpDef kGatherBackward{.name = "gather_backward", .flags = kSaveInputs, .infer = infer_gather_bw,
+                            .kernel = kernel_gather_bw, .grad = grad_gather_bw};
+
+// ---- embedding: inputs (weight, indices), attrs padding_idx (-1: none), mask_padding (rows at
+// padding_idx read as zeros: the adjoint of embedding_backward; false for the public op).
+std::vector<TensorMeta> infer_embedding(std::span<const Tensor> in, const Attrs&) {
+  if (in[0].dim() != 2) bad("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(in[0].shape()));
+  check_index("embedding", in[1], "indices");
+  Shape s = in[1].shape();
+  s.push_back(in[0].shape()[1]);
+  return {{s, in[0].dtype()}};
+}
+
+void kernel_embedding(const KernelArgs& k) {
+  Tensor w = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
+  int64_t num = w.shape()[0], d = w.shape()[1], n = idx.numel();
+  int64_t pad = k.attrs.i("padding_idx");
+  bool mask = k.attrs.b("mask_padding");
+  const int64_t* pi = idx.impl()->data_as<int64_t>();
+  check_range("embedding", pi, n, num, "an embedding table");
+  size_t row = size_t(d) * itemsize(w.dtype());
+  const char* pw = static_cast<const char*>(w.impl()->data());
+  char* po = static_cast<char*>(k.out[0].impl()->data());
+  if (!row) return;
+  cpu::parallel_for(n, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (mask && pi[i] == pad) std::memset(po + size_t(i) * row, 0, row);
+      else std::memcpy(po + size_t(i) * row, pw + size_t(pi[i]) * row, row);
+    }
+  });
+}
+
+std::vector<Tensor> grad_embedding(const GradArgs& g) {
+  return {embedding_backward(g.grad_out[0], g.in[1], g.in_meta[0].shape[0], g.attrs.i("padding_idx")), Tensor()};
+}
+
+const OpDef kEmbedding{.name = "embedding", .flags = kSaveInputs, .infer = infer_embedding,
+                       .kernel = kernel_embedding, .grad = grad_embedding};
+
+// ---- embedding_backward: inputs (grad, indices), attrs num, padding_idx.
+std::vector<TensorMeta> infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
+  check_index("embedding_backward", in[1], "indices");
+  Shape want = in[1].shape();
+  bool ok = in[0].dim() == in[1].dim() + 1 && is_floating(in[0].dtype());
+  if (ok) {
+    want.push_back(in[0].shape().back());
+    ok = want == in[0].shape();
+  }
+  if (!ok)
+    bad("embedding_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit indices of shape " +
+                                  shape_str(in[1].shape()));
+  return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
+}
+
+void kernel_embedding_bw(const KernelArgs& k) {
+  Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
+  Tensor& out = k.out[0];
+  int64_t num = out.shape()[0], d = out.shape()[1], n = idx.numel();
+  int64_t pad = k.attrs.i("padding_idx");
+  const int64_t* pi = idx.impl()->data_as<int64_t>();
+  check_range("embedding_backward", pi, n, num, "an embedding table");
+  zero_fill(out);
+  visit_floating(out.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* pg = g.impl()->data_as<T>();
+    T* po = out.impl()->data_as<T>();
+    // Parallel over columns: rows repeat across indices, columns never collide.
+    cpu::parallel_for(d, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (pi[i] == pad) continue;
+        const T* src = pg + i * d;
+        T* dst = po + pi[i] * d;
+        for (int64_t c = b; c < e; ++c) dst[c] += src[c];
+      }
+    });
+  });
+}
+
+std::vector<Tensor> grad_embedding_bw(const GradArgs& g) {
+  Attrs a{{"padding_idx", g.attrs.i("padding_idx")}, {"mask_padding", true}};
+  return {dispatch1(kEmbedding, {g.grad_out[0], g.in[1]}, a), Tensor()};
+}
+
+const OpDef kEmbeddingBackward{.name = "embedding_backward", .flags = kSaveInputs, .infer = infer_embedding_bw,
+                               .kernel = kernel_embedding_bw, .grad = grad_embedding_bw};
+
+OpRegistrar r1(kCat), r2(kIndexSelect), r3(kIndexSelectBackward), r4(kGather), r5(kGatherBackward),
+    r6(kEmbedding), r7(kEmbeddingBackward);
+
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) bad("cat", "needs at least one tensor");
+  int64_t rank = -1;
+  DType dt = DType::Bool;
+  bool first = true;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    if (!tensors[k].defined()) bad("cat", "tensor " + std::to_string(k) + " is undefined");
+    dt = first ? tensors[k].dtype() : promote(dt, tensors[k].dtype());
+    first = false;
+    if (!(tensors[k].dim() == 1 && tensors[k].numel() == 0)) rank = std::max(rank, tensors[k].dim());
+  }
+  std::vector<Tensor> in;
+  for (const Tensor& t : tensors) {
+    if (rank > 1 && t.dim() == 1 && t.numel() == 0) continue;  // torch's legacy empty tensors
+    in.push_back(t.dtype() == dt ? t : t.to(dt));
+  }
+  if (in[0].dim() == 0) bad("cat", "zero-dimensional tensor 0 cannot be concatenated");
+  dim = wrap_dim("cat", dim, in[0].dim());
+  return dispatch1(kCat, std::move(in), Attrs{{"dim", dim}});
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) bad("stack", "needs at least one tensor");
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    if (!tensors[k].defined()) bad("stack", "tensor " + std::to_string(k) + " is undefined");
+    if (tensors[k].shape() != tensors[0].shape())
+      bad("stack", "tensor " + std::to_string(k) + " of shape " + shape_str(tensors[k].shape()) +
+                       " differs from tensor 0 of shape " + shape_str(tensors[0].shape()));
+  }
+  dim = wrap_dim("stack", dim, tensors[0].dim() + 1);
+  std::vector<Tensor> u;
+  for (const Tensor& t : tensors) u.push_back(unsqueeze(t, dim));
+  return cat(u, dim);
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  if (!x.defined()) bad("split", "input is undefined");
+  if (x.dim() == 0) bad("split", "cannot split a 0-d tensor");
+  dim = wrap_dim("split", dim, x.dim());
+  int64_t n = x.shape()[size_t(dim)];
+  if (split_size < 0 || (split_size == 0 && n != 0))
+    bad("split", "split_size must be positive, got " + std::to_string(split_size) + " for shape " +
+                     shape_str(x.shape()));
+  std::vector<Tensor> out;
+  if (n == 0) return {slice(x, dim, 0, 0)};
+  for (int64_t off = 0; off < n; off += split_size) out.push_back(slice(x, dim, off, std::min(n, off + split_size)));
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t dim) {
+  if (!x.defined()) bad("split", "input is undefined");
+  if (x.dim() == 0) bad("split", "cannot split a 0-d tensor");
+  dim = wrap_dim("split", dim, x.dim());
+  int64_t n = x.shape()[size_t(dim)], total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) bad("split", "negative size in " + shape_str(sizes));
+    total += s;
+  }
+  if (total != n)
+    bad("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but dim " +
+                     std::to_string(dim) + " of shape " + shape_str(x.shape()) + " has " + std::to_string(n));
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, dim, off, off + s));
+    off += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  if (!x.defined()) bad("chunk", "input is undefined");
+  if (chunks <= 0) bad("chunk", "chunks must be positive, got " + std::to_string(chunks));
+  if (x.dim() == 0) bad("chunk", "cannot chunk a 0-d tensor");
+  dim = wrap_dim("chunk", dim, x.dim());
+  int64_t n = x.shape()[size_t(dim)];
+  if (n == 0) return std::vector<Tensor>(size_t(chunks), slice(x, dim, 0, 0));  // torch: `chunks` empty pieces
+  return split(x, (n + chunks - 1) / chunks, dim);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (!x.defined()) bad("index_select", "input is undefined");
+  check_index("index_select", index);
+  if (x.dim() == 0) bad("index_select", "cannot index a 0-d tensor");
+  dim = wrap_dim("index_select", dim, x.dim());
+  return dispatch1(kIndexSelect, {x, index}, Attrs{{"dim", dim}});
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (!x.defined()) bad("gather", "input is undefined");
+  check_index("gather", index);
+  if (x.dim() == 0) bad("gather", "cannot index a 0-d tensor");
+  dim = wrap_dim("gather", dim, x.dim());
+  return dispatch1(kGather, {x, index}, Attrs{{"dim", dim}});
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+  if (!weight.defined()) bad("embedding", "weight is undefined");
+  check_index("embedding", indices, "indices");
+  if (weight.dim() != 2) bad("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(weight.shape()));
+  int64_t num = weight.shape()[0], pad = -1;
+  if (padding_idx) {
+    pad = *padding_idx;
+    if (pad < -num || pad >= num)
+      bad("embedding", "padding_idx " + std::to_string(pad) + " is out of range for weight of shape " +
+                           shape_str(weight.shape()));
+    if (pad < 0) pad += num;
+  }
+  return dispatch1(kEmbedding, {weight, indices}, Attrs{{"padding_idx", pad}, {"mask_padding", false}});
+}
+
+Tensor index_select_backward(const Tensor& grad, const Shape& in_shape, int64_t dim, const Tensor& index) {
+  if (!grad.defined()) bad("index_select_backward", "grad is undefined");
+  check_index("index_select_backward", index);
+  dim = wrap_dim("index_select_backward", dim, int64_t(in_shape.size()));
+  return dispatch1(kIndexSelectBackward, {grad, index}, Attrs{{"dim", dim}, {"shape", in_shape}});
+}
+
+Tensor gather_backward(const Tensor& grad, const Shape& in_shape, int64_t dim, const Tensor& index) {
+  if (!grad.defined()) bad("gather_backward", "grad is undefined");
+  check_index("gather_backward", index);
+  dim = wrap_dim("gather_backward", dim, int64_t(in_shape.size()));
+  return dispatch1(kGatherBackward, {grad, index}, Attrs{{"dim", dim}, {"shape", in_shape}});
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num, int64_t padding_idx) {
+  if (!grad.defined()) bad("embedding_backward", "grad is undefined");
+  check_index("embedding_backward", indices, "indices");
+  if (num < 0) bad("embedding_backward", "negative table size " + std::to_string(num));
+  return dispatch1(kEmbeddingBackward, {grad, indices}, Attrs{{"num", num}, {"padding_idx", padding_idx}});
+}
+
+}  // namespace terra

@@ -1,0 +1,286 @@
+#include "terra/ops/loss.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/creation.h"
+#include "terra/ops/reduce.h"
+#include "terra/ops/softmax.h"
+
+namespace terra {
+namespace {
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+int64_t reduction_code(const char* op, const std::string& r) {
+  if (r == "none") return kNone;
+  if (r == "mean") return kMean;
+  if (r == "sum") return kSum;
+  throw std::invalid_argument(std::string("[") + op + "] reduction must be \"mean\", \"sum\" or \"none\", got \"" + r +
+                              "\"");
+}
+
+Tensor reduce_loss(const Tensor& l, int64_t r) {
+  if (r == kMean) return mean(l);
+  if (r == kSum) return sum(l);
+  return l;
+}
+
+// The target shape a [N, C, d...] (or [C]) input expects: the input's shape without dim 1 (or []).
+Shape target_shape_for(const Shape& in) {
+  if (in.size() <= 1) return {};
+  Shape t = in;
+  t.erase(t.begin() + 1);
+  return t;
+}
+
+void check_nll_inputs(const char* op, const Tensor& x, const Tensor& t) {
+  if (!x.defined() || !t.defined()) throw std::invalid_argument(std::string("[") + op + "] input is undefined");
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument(std::string("[") + op + "] input must be floating, got " + dtype_name(x.dtype()) +
+                                " of shape " + shape_str(x.shape()));
+  if (t.dtype() != DType::Int64)
+    throw std::invalid_argument(std::string("[") + op + "] targets must be int64 class indices, got " +
+                                dtype_name(t.dtype()) + " of shape " + shape_str(t.shape()));
+  if (x.dim() < 1)
+    throw std::invalid_argument(std::string("[") + op + "] input must have a class dim, got shape " +
+                                shape_str(x.shape()));
+  if (t.shape() != target_shape_for(x.shape()))
+    throw std::invalid_argument(std::string("[") + op + "] input of shape " + shape_str(x.shape()) +
+                                " expects targets of shape " + shape_str(target_shape_for(x.shape())) + ", got " +
+                                shape_str(t.shape()));
+}
+
+// [N, C, R] view of the input, with N = 1 for a 1-D input.
+struct NllLayout {
+  int64_t n = 1, c = 1, r = 1;
+};
+NllLayout nll_layout(const Shape& s) {
+  NllLayout l;
+  if (s.size() == 1) {
+    l.c = s[0];
+    return l;
+  }
+  l.n = s[0];
+  l.c = s[1];
+  for (size_t d = 2; d < s.size(); ++d) l.r *= s[d];
+  return l;
+}
+
+// Reads the targets, checking every class index; returns the number of non-ignored ones.
+int64_t check_targets(const int64_t* t, int64_t count, int64_t classes, int64_t ignore) {
+  int64_t used = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (t[i] == ignore) continue;
+    if (t[i] < 0 || t[i] >= classes)
+      throw std::invalid_argument("[nll_loss] target " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+                                  " is out of range for " + std::to_string(classes) + " classes");
+    ++used;
+  }
+  return used;
+}
+
+// ---- nll_loss: inputs (log_probs, targets); attrs ignore_index, reduction.
+std::vector<TensorMeta> infer_nll(std::span<const Tensor> in, const Attrs& a) {
+  check_nll_inputs("nll_loss", in[0], in[1]);
+  return {{a.i("reduction") == kNone ? in[1].shape() : Shape{}, in[0].dtype()}};
+}
+
+void kernel_nll(const KernelArgs& k) {
+  Tensor x = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
+  NllLayout l = nll_layout(x.shape());
+  int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
+  const int64_t* pt = t.impl()->data_as<int64_t>();
+  int64_t used = check_targets(pt, l.n * l.r, l.c, ignore);
+  visit_floating(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* px = x.impl()->data_as<T>();
+    T* po = k.out[0].impl()->data_as<T>();
+    double s = 0;
+    for (int64_t n = 0; n < l.n; ++n)
+      for (int64_t r = 0; r < l.r; ++r) {
+        int64_t ti = pt[n * l.r + r];
+        T v = ti == ignore ? T(0) : -px[(n * l.c + ti) * l.r + r];
+        if (red == kNone) po[n * l.r + r] = v;
+        else s += double(v);
+      }
+    if (red == kSum) po[0] = T(s);
+    if (red == kMean) po[0] = T(s / double(used));  // 0/0 = NaN when every target is ignored, as torch
+  });
+}
+
+std::vector<Tensor> grad_nll(const GradArgs& g) {
+  return {nll_loss_backward(g.grad_out[0], g.in[1], g.in_meta[0].shape, g.attrs.i("ignore_index"),
+                            g.attrs.i("reduction")),
+          Tensor()};
+}
+
+// ---- nll_loss_backward: inputs (grad, targets); attrs ignore_index, reduction, shape.
+std::vector<TensorMeta> infer_nll_bw(std::span<const Tensor> in, const Attrs& a) {
+  const Shape& s = a.ints("shape");
+  Shape want_g = a.i("reduction") == kNone ? target_shape_for(s) : Shape{};
+  if (in[0].shape() != want_g || in[1].shape() != target_shape_for(s) || in[1].dtype() != DType::Int64)
+    throw std::invalid_argument("[nll_loss_backward] grad " + shape_str(in[0].shape()) + " and targets " +
+                                shape_str(in[1].shape()) + " do not fit an input of shape " + shape_str(s));
+  return {{s, in[0].dtype()}};
+}
+
+void kernel_nll_bw(const KernelArgs& k) {
+  Tensor g = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
+  Tensor& out = k.out[0];
+  NllLayout l = nll_layout(out.shape());
+  int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
+  const int64_t* pt = t.impl()->data_as<int64_t>();
+  int64_t used = check_targets(pt, l.n * l.r, l.c, ignore);
+  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
+  visit_floating(out.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* pg = g.impl()->data_as<T>();
+    T* po = out.impl()->data_as<T>();
+    T scale = red == kMean ? T(1.0 / double(used)) : T(1);
+    for (int64_t n = 0; n < l.n; ++n)
+      for (int64_t r = 0; r < l.r; ++r) {
+        int64_t ti = pt[n * l.r + r];
+        if (ti == ignore) continue;
+        T gv = red == kNone ? pg[n * l.r + r] : pg[0];
+        po[(n * l.c + ti) * l.r + r] = -gv * scale;
+      }
+  });
+}
+
+// The backward is linear in grad; its adjoint picks -v[target] again: nll_loss itself.
+std::vector<Tensor> grad_nll_bw(const GradArgs& g) {
+  Tensor v = g.grad_out[0];
+  const Tensor& t = g.in[1];
+  if (v.dtype() != g.in_meta[0].dtype) v = v.to(g.in_meta[0].dtype);
+  int64_t red = g.attrs.i("reduction");
+  const char* names[] = {"none", "mean", "sum"};
+  return {nll_loss(v, t, g.attrs.i("ignore_index"), names[red]), Tensor()};
+}
+
+const OpDef kNll{.name = "nll_loss", .flags = kSaveInputs, .infer = infer_nll, .kernel = kernel_nll,
+                 .grad = grad_nll};
+const OpDef kNllBackward{.name = "nll_loss_backward", .flags = kSaveInputs, .infer = infer_nll_bw,
+                         .kernel = kernel_nll_bw, .grad = grad_nll_bw};
+OpRegistrar r1(kNll), r2(kNllBackward);
+
+// ---- binary cross entropy with logits (elementwise, unreduced); inputs (x, t).
+std::vector<TensorMeta> infer_bce(std::span<const Tensor> in, const Attrs&) {
+  if (in[0].shape() != in[1].shape())
+    throw std::invalid_argument("[binary_cross_entropy_with_logits] targets of shape " + shape_str(in[1].shape()) +
+                                " must have the logits' shape " + shape_str(in[0].shape()));
+  if (!is_floating(in[0].dtype()) || in[0].dtype() != in[1].dtype())
+    throw std::invalid_argument(std::string("[binary_cross_entropy_with_logits] logits and targets must share a "
+                                            "floating dtype, got ") +
+                                dtype_name(in[0].dtype()) + " and " + dtype_name(in[1].dtype()));
+  return {{in[0].shape(), in[0].dtype()}};
+}
+void kernel_bce(const KernelArgs& k) {
+  visit_floating(k.out[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(), [](T x, T t) {
+      return std::max(x, T(0)) - x * t + std::log1p(std::exp(-std::fabs(x)));
+    });
+  });
+}
+std::vector<Tensor> grad_bce(const GradArgs& g) {
+  const Tensor &go = g.grad_out[0], &x = g.in[0];
+  return {binary_cross_entropy_with_logits_backward(go, x, g.in[1]), neg(mul(go, x))};
+}
+
+// inputs (g, x, t): g * (sigmoid(x) - t).
+std::vector<TensorMeta> infer_bce_bw(std::span<const Tensor> in, const Attrs&) {
+  if (in[0].shape() != in[1].shape() || in[1].shape() != in[2].shape() || in[0].dtype() != in[1].dtype() ||
+      in[1].dtype() != in[2].dtype() || !is_floating(in[0].dtype()))
+    throw std::invalid_argument("[binary_cross_entropy_with_logits_backward] grad " + shape_str(in[0].shape()) +
+                                ", logits " + shape_str(in[1].shape()) + " and targets " + shape_str(in[2].shape()) +
+                                " must share shape and floating dtype");
+  return {{in[1].shape(), in[1].dtype()}};
+}
+template <class T>
+T stable_sigmoid(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+void kernel_bce_bw(const KernelArgs& k) {
+  visit_floating(k.out[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    cpu::ternary_loop<T, T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.in[2].impl(), *k.out[0].impl(),
+                                  [](T g, T x, T t) { return g * (stable_sigmoid(x) - t); });
+  });
+}
+// out = g * (s - t), s = sigmoid(x); ds/dx = s * (1 - s). s itself is this op with g = 1, t = 0.
+std::vector<Tensor> grad_bce_bw(const GradArgs& a) {
+  const Tensor &v = a.grad_out[0], &g = a.in[0], &x = a.in[1], &t = a.in[2];
+  Tensor s = binary_cross_entropy_with_logits_backward(ones_like(x), x, zeros_like(x));
+  Tensor gg = binary_cross_entropy_with_logits_backward(v, x, t);
+  Tensor gx = mul(mul(v, g), mul(s, sub(ones_like(s), s)));
+  Tensor gt = neg(mul(v, g));
+  return {gg, gx, gt};
+}
+
+const OpDef kBce{.name = "binary_cross_entropy_with_logits", .flags = kElementwise | kSaveInputs,
+                 .infer = infer_bce, .kernel = kernel_bce, .grad = grad_bce};
+const OpDef kBceBackward{.name = "binary_cross_entropy_with_logits_backward", .flags = kElementwise | kSaveInputs,
+                         .infer = infer_bce_bw, .kernel = kernel_bce_bw, .grad = grad_bce_bw};
+OpRegistrar r3(kBce), r4(kBceBackward);
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index, std::string reduction) {
+  check_nll_inputs("nll_loss", log_probs, targets);
+  int64_t red = reduction_code("nll_loss", reduction);
+  return dispatch1(kNll, {log_probs, targets}, Attrs{{"ignore_index", ignore_index}, {"reduction", red}});
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, std::string reduction) {
+  check_nll_inputs("cross_entropy", logits, targets);
+  reduction_code("cross_entropy", reduction);
+  return nll_loss(log_softmax(logits, logits.dim() == 1 ? 0 : 1), targets, ignore_index, std::move(reduction));
+}
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& targets, const Shape& log_probs_shape,
+                         int64_t ignore_index, int64_t reduction) {
+  if (!grad.defined() || !targets.defined()) throw std::invalid_argument("[nll_loss_backward] input is undefined");
+  if (reduction < kNone || reduction > kSum)
+    throw std::invalid_argument("[nll_loss_backward] reduction code must be 0, 1 or 2, got " +
+                                std::to_string(reduction));
+  return dispatch1(kNllBackward, {grad, targets},
+                   Attrs{{"ignore_index", ignore_index}, {"reduction", reduction}, {"shape", log_probs_shape}});
+}
+
+Tensor mse_loss(const Tensor& a, const Tensor& b, std::string reduction) {
+  if (!a.defined() || !b.defined()) throw std::invalid_argument("[mse_loss] input is undefined");
+  if (!is_floating(a.dtype()) || !is_floating(b.dtype()))
+    throw std::invalid_argument(std::string("[mse_loss] inputs must be floating, got ") + dtype_name(a.dtype()) +
+                                " " + shape_str(a.shape()) + " and " + dtype_name(b.dtype()) + " " +
+                                shape_str(b.shape()));
+  int64_t red = reduction_code("mse_loss", reduction);
+  broadcast_shapes("mse_loss", a.shape(), b.shape());
+  Tensor d = sub(a, b);
+  return reduce_loss(mul(d, d), red);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, std::string reduction) {
+  if (!logits.defined() || !targets.defined())
+    throw std::invalid_argument("[binary_cross_entropy_with_logits] input is undefined");
+  int64_t red = reduction_code("binary_cross_entropy_with_logits", reduction);
+  if (!is_floating(logits.dtype()))
+    throw std::invalid_argument(std::string("[binary_cross_entropy_with_logits] logits must be floating, got ") +
+                                dtype_name(logits.dtype()) + " of shape " + shape_str(logits.shape()));
+  Tensor t = targets.dtype() == logits.dtype() ? targets : targets.to(logits.dtype());
+  return reduce_loss(dispatch1(kBce, {logits, t}), red);
+}
+
+Tensor binary_cross_entropy_with_logits_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets) {
+  return dispatch1(kBceBackward, {grad, logits, targets});
+}
+
+}  // namespace terra

@@ -1,0 +1,178 @@
+#include "terra/ops/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/reduce.h"
+
+namespace terra {
+namespace {
+
+// A contiguous tensor seen as [outer, n, inner] around `dim`.
+struct RowLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+RowLayout layout_of(const Shape& s, int64_t dim) {
+  RowLayout l;
+  if (s.empty()) return l;
+  for (int64_t d = 0; d < dim; ++d) l.outer *= s[size_t(d)];
+  l.n = s[size_t(dim)];
+  for (size_t d = size_t(dim) + 1; d < s.size(); ++d) l.inner *= s[d];
+  return l;
+}
+
+// Calls f(base, stride) for every row along the dim, in parallel over rows.
+template <class F>
+void for_each_row(const RowLayout& l, F&& f) {
+  int64_t rows = l.outer * l.inner;
+  int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.n, 1));
+  cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t o = r / l.inner, i = r % l.inner;
+      f(o * l.n * l.inner + i, l.inner);
+    }
+  });
+}
+
+std::vector<TensorMeta> infer_softmax_like(const char* op, std::span<const Tensor> in, const Attrs& a) {
+  if (!is_floating(in[0].dtype()))
+    throw std::invalid_argument(std::string("[") + op + "] needs a floating tensor, got " + dtype_name(in[0].dtype()) +
+                                " of shape " + shape_str(in[0].shape()));
+  wrap_dim(op, a.i("dim"), std::max<int64_t>(in[0].dim(), 1));
+  return {{in[0].shape(), in[0].dtype()}};
+}
+std::vector<TensorMeta> infer_softmax(std::span<const Tensor> in, const Attrs& a) {
+  return infer_softmax_like("softmax", in, a);
+}
+std::vector<TensorMeta> infer_log_softmax(std::span<const Tensor> in, const Attrs& a) {
+  return infer_softmax_like("log_softmax", in, a);
+}
+
+template <bool kLog>
+void kernel_softmax_t(const KernelArgs& k) {
+  Tensor x = cpu::contiguous_raw(k.in[0]);
+  RowLayout l = layout_of(x.shape(), k.attrs.i("dim"));
+  visit_floating(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* px = x.impl()->data_as<T>();
+    T* po = k.out[0].impl()->data_as<T>();
+    for_each_row(l, [&](int64_t base, int64_t st) {
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < l.n; ++j) m = std::max(m, px[base + j * st]);
+      double s = 0;
+      for (int64_t j = 0; j < l.n; ++j) {
+        T e = std::exp(px[base + j * st] - m);
+        if constexpr (!kLog) po[base + j * st] = e;
+        s += double(e);
+      }
+      if constexpr (kLog) {
+        T lse = m + T(std::log(s));
+        for (int64_t j = 0; j < l.n; ++j) po[base + j * st] = px[base + j * st] - lse;
+      } else {
+        T inv = T(1.0 / s);
+        for (int64_t j = 0; j < l.n; ++j) po[base + j * st] *= inv;
+      }
+    });
+  });
+}
+
+// ---- backward ops: inputs (grad, y), attr dim.
+std::vector<TensorMeta> infer_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+  if (in[0].shape() != in[1].shape() || in[0].dtype() != in[1].dtype())
+    throw std::invalid_argument("[softmax_backward] grad " + shape_str(in[0].shape()) + " and output " +
+                                shape_str(in[1].shape()) + " must have the same shape and dtype");
+  return {{in[1].shape(), in[1].dtype()}};
+}
+
+template <bool kLog>
+void kernel_softmax_bw_t(const KernelArgs& k) {
+  Tensor g = cpu::contiguous_raw(k.in[0]), y = cpu::contiguous_raw(k.in[1]);
+  RowLayout l = layout_of(y.shape(), k.attrs.i("dim"));
+  visit_floating(y.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* pg = g.impl()->data_as<T>();
+    const T* py = y.impl()->data_as<T>();
+    T* po = k.out[0].impl()->data_as<T>();
+    for_each_row(l, [&](int64_t base, int64_t st) {
+      double s = 0;
+      for (int64_t j = 0; j < l.n; ++j) {
+        int64_t p = base + j * st;
+        s += kLog ? double(pg[p]) : double(pg[p]) * double(py[p]);
+      }
+      T ts = T(s);
+      for (int64_t j = 0; j < l.n; ++j) {
+        int64_t p = base + j * st;
+        if constexpr (kLog) po[p] = pg[p] - std::exp(py[p]) * ts;
+        else po[p] = py[p] * (pg[p] - ts);
+      }
+    });
+  });
+}
+
+std::vector<Tensor> grad_softmax(const GradArgs& g) {
+  return {softmax_backward(g.grad_out[0], g.out[0], g.attrs.i("dim"))};
+}
+std::vector<Tensor> grad_log_softmax(const GradArgs& g) {
+  return {log_softmax_backward(g.grad_out[0], g.out[0], g.attrs.i("dim"))};
+}
+
+// out = y * (go - sum(go * y)): linear in go (its adjoint is itself); d/dy from the product rule.
+std::vector<Tensor> grad_softmax_bw(const GradArgs& a) {
+  int64_t d = a.attrs.i("dim");
+  const Tensor &v = a.grad_out[0], &go = a.in[0], &y = a.in[1];
+  Tensor s = sum(mul(go, y), {d}, true);
+  Tensor gg = softmax_backward(v, y, d);
+  Tensor gy = sub(mul(v, sub(go, s)), mul(go, sum(mul(v, y), {d}, true)));
+  return {gg, gy};
+}
+// out = go - p * sum(go) with p = exp(y). Since y is a log-softmax output, softmax(y) == exp(y).
+std::vector<Tensor> grad_log_softmax_bw(const GradArgs& a) {
+  int64_t d = a.attrs.i("dim");
+  const Tensor &v = a.grad_out[0], &go = a.in[0], &y = a.in[1];
+  Tensor p = softmax(y, d);
+  Tensor gg = sub(v, sum(mul(v, p), {d}, true));
+  Tensor gy = neg(mul(mul(v, p), sum(go, {d}, true)));
+  return {gg, gy};
+}
+
+const OpDef kSoftmax{.name = "softmax", .flags = kSaveOutputs, .infer = infer_softmax,
+                     .kernel = kernel_softmax_t<false>, .grad = grad_softmax};
+const OpDef kLogSoftmax{.name = "log_softmax", .flags = kSaveOutputs, .infer = infer_log_softmax,
+                        .kernel = kernel_softmax_t<true>, .grad = grad_log_softmax};
+const OpDef kSoftmaxBackward{.name = "softmax_backward", .flags = kSaveInputs, .infer = infer_softmax_bw,
+                             .kernel = kernel_softmax_bw_t<false>, .grad = grad_softmax_bw};
+const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .flags = kSaveInputs, .infer = infer_softmax_bw,
+                                .kernel = kernel_softmax_bw_t<true>, .grad = grad_log_softmax_bw};
+OpRegistrar r1(kSoftmax), r2(kLogSoftmax), r3(kSoftmaxBackward), r4(kLogSoftmaxBackward);
+
+Tensor forward_call(const OpDef& op, const Tensor& x, int64_t dim) {
+  if (!x.defined()) throw std::invalid_argument(std::string("[") + op.name + "] input is undefined");
+  dim = wrap_dim(op.name, dim, std::max<int64_t>(x.dim(), 1));
+  return dispatch1(op, {x}, Attrs{{"dim", dim}});
+}
+
+Tensor bw_call(const OpDef& op, const Tensor& g, const Tensor& y, int64_t dim) {
+  if (!g.defined() || !y.defined()) throw std::invalid_argument(std::string("[") + op.name + "] input is undefined");
+  dim = wrap_dim(op.name, dim, std::max<int64_t>(y.dim(), 1));
+  Tensor gg = g.dtype() == y.dtype() ? g : g.to(y.dtype());
+  return dispatch1(op, {gg, y}, Attrs{{"dim", dim}});
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return forward_call(kSoftmax, x, dim); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return forward_call(kLogSoftmax, x, dim); }
+Tensor softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim) {
+  return bw_call(kSoftmaxBackward, grad, y, dim);
+}
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim) {
+  return bw_call(kLogSoftmaxBackward, grad, y, dim);
+}
+
+}  // namespace terra
