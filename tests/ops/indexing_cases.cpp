@@ -268,3 +268,61 @@ TEST(Split, PiecesAreViewsWithTorchSizes) {
 }
 
 }  // namespace terra::testing
+
+namespace terra::testing {
+
+// Inputs big enough for the kernels' parallel paths (the table rows are small and serial).
+TEST(IndexingLarge, ParallelPathsMatchLoops) {
+  const int64_t R = 400, C = 150;
+  std::vector<double> xv(size_t(R * C));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(double(i) * 0.37);
+  Tensor x = tensor_f64(xv, {R, C});
+  std::vector<int64_t> iv(size_t(R * C));
+  for (size_t i = 0; i < iv.size(); ++i) iv[i] = int64_t((i * 7919) % size_t(C));
+  Tensor ix = tensor(iv, {R, C});
+
+  auto g = gather(x, 1, ix).to_vector<double>();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) ASSERT_EQ(g[size_t(r * C + c)], xv[size_t(r * C + iv[size_t(r * C + c)])]);
+
+  std::vector<int64_t> rows(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) rows[size_t(r)] = (r * 13) % R;
+  auto s = index_select(x, 0, tensor(rows, {R})).to_vector<double>();
+  auto e = embedding(x, tensor(rows, {R})).to_vector<double>();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      ASSERT_EQ(s[size_t(r * C + c)], xv[size_t(rows[size_t(r)] * C + c)]);
+      ASSERT_EQ(e[size_t(r * C + c)], xv[size_t(rows[size_t(r)] * C + c)]);
+    }
+
+  auto sm = softmax(x, 1).to_vector<double>();
+  auto sm0 = softmax(x, 0).to_vector<double>();
+  for (int64_t r = 0; r < R; ++r) {
+    double z = 0;
+    for (int64_t c = 0; c < C; ++c) z += std::exp(xv[size_t(r * C + c)]);
+    for (int64_t c = 0; c < C; ++c) ASSERT_NEAR(sm[size_t(r * C + c)], std::exp(xv[size_t(r * C + c)]) / z, 1e-14);
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    double z = 0;
+    for (int64_t r = 0; r < R; ++r) z += std::exp(xv[size_t(r * C + c)]);
+    for (int64_t r = 0; r < R; ++r) ASSERT_NEAR(sm0[size_t(r * C + c)], std::exp(xv[size_t(r * C + c)]) / z, 1e-14);
+  }
+
+  Tensor big = cat({x, x * 2.0, x.t().contiguous().reshape({R, C})}, 0);
+  EXPECT_EQ(big.shape(), (Shape{3 * R, C}));
+  auto bv = big.to_vector<double>();
+  for (size_t i = 0; i < xv.size(); ++i) {
+    ASSERT_EQ(bv[i], xv[i]);
+    ASSERT_EQ(bv[xv.size() + i], 2 * xv[i]);
+  }
+
+  // Scatter-add backward with many collisions: embedding and gather gradients sum every use.
+  Tensor w = tensor_f64(xv, {R, C}).requires_grad_();
+  embedding(w, tensor(rows, {R})).sum().backward();
+  std::vector<double> uses(size_t(R), 0);
+  for (int64_t r : rows) uses[size_t(r)] += 1;
+  auto wg = w.grad().to_vector<double>();
+  for (int64_t r = 0; r < R; ++r) ASSERT_EQ(wg[size_t(r * C)], uses[size_t(r)]);
+}
+
+}  // namespace terra::testing
