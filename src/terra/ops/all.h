@@ -13,3 +13,5 @@
 #include "terra/ops/loss.h"
 #include "terra/ops/random_ops.h"
 #include "terra/ops/softmax.h"
+#include "terra/ops/elementwise.h"
+#include "terra/ops/reduce_stats.h"

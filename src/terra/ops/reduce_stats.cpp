@@ -1,0 +1,220 @@
+#include "terra/ops/reduce_stats.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "terra/backend/cpu/loops.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/creation.h"
+#include "terra/ops/elementwise.h"
+#include "terra/ops/reduce.h"
+#include "terra/ops/views.h"
+
+namespace terra {
+namespace {
+
+void need(const char* op, const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input 0 is undefined");
+}
+
+// Index of the first extreme element of a row; a NaN wins (first one), as torch.
+template <bool Max, class T>
+int64_t extreme_index(const T* row, int64_t n) {
+  int64_t best = 0;
+  T bv = row[0];
+  if (bv != bv) return 0;
+  for (int64_t j = 1; j < n; ++j) {
+    T v = row[j];
+    if (v != v) return j;
+    if (Max ? v > bv : v < bv) {
+      bv = v;
+      best = j;
+    }
+  }
+  return best;
+}
+
+// ---- max/min over all elements ----
+std::vector<TensorMeta> infer_extreme_all(const char* op, std::span<const Tensor> in) {
+  if (in[0].numel() == 0)
+    throw std::invalid_argument(std::string("[") + op + "] cannot reduce an empty tensor of shape " +
+                                shape_str(in[0].shape()));
+  return {{Shape{}, in[0].dtype()}};
+}
+std::vector<TensorMeta> infer_max_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("max", in); }
+std::vector<TensorMeta> infer_min_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("min", in); }
+
+template <bool Max>
+void kernel_extreme_all(const KernelArgs& k) {
+  const Tensor& x = k.in[0];
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  visit_dtype(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* o = k.out[0].impl()->data_as<T>();
+    cpu::reduce_rows<T>(x, dims, [&](const T* row, int64_t n, int64_t) { o[0] = row[extreme_index<Max>(row, n)]; });
+  });
+}
+// Ties share the gradient evenly (torch's rule for the full reduction).
+std::vector<Tensor> grad_extreme_all(const GradArgs& g) {
+  const Tensor& go = g.grad_out[0];
+  Tensor m = eq(g.in[0], g.out[0]).to(go.dtype());
+  return {mul(m, div(go, sum(m)))};
+}
+const OpDef kMaxAll{.name = "max_all", .flags = kSaveInputs | kSaveOutputs, .infer = infer_max_all,
+                    .kernel = kernel_extreme_all<true>, .grad = grad_extreme_all};
+const OpDef kMinAll{.name = "min_all", .flags = kSaveInputs | kSaveOutputs, .infer = infer_min_all,
+                    .kernel = kernel_extreme_all<false>, .grad = grad_extreme_all};
+
+// ---- max/min/argmax/argmin along one dim ----
+std::vector<TensorMeta> infer_extreme_dim(const char* op, std::span<const Tensor> in, const Attrs& a) {
+  const Shape& s = in[0].shape();
+  int64_t dim = a.i("dim");
+  if (dim < 0 || dim >= int64_t(s.size()))
+    throw std::runtime_error(std::string("[") + op + "] internal: dim " + std::to_string(dim) + " not normalized");
+  if (s[size_t(dim)] == 0)
+    throw std::invalid_argument(std::string("[") + op + "] cannot reduce dim " + std::to_string(dim) +
+                                " of size 0 in shape " + shape_str(s));
+  return {{reduced_shape(s, {dim}, a.b("keepdim")), in[0].dtype()}};
+}
+std::vector<TensorMeta> infer_max_dim(std::span<const Tensor> in, const Attrs& a) {
+  auto m = infer_extreme_dim("max", in, a);
+  return {m[0], {m[0].shape, DType::Int64}};
+}
+std::vector<TensorMeta> infer_min_dim(std::span<const Tensor> in, const Attrs& a) {
+  auto m = infer_extreme_dim("min", in, a);
+  return {m[0], {m[0].shape, DType::Int64}};
+}
+std::vector<TensorMeta> infer_argmax(std::span<const Tensor> in, const Attrs& a) {
+  return {{infer_extreme_dim("argmax", in, a)[0].shape, DType::Int64}};
+}
+std::vector<TensorMeta> infer_argmin(std::span<const Tensor> in, const Attrs& a) {
+  return {{infer_extreme_dim("argmin", in, a)[0].shape, DType::Int64}};
+}
+
+// Writes values to out[0] (when `values`) and indices to out[values ? 1 : 0].
+template <bool Max, bool Values>
+void kernel_extreme_dim(const KernelArgs& k) {
+  const Tensor& x = k.in[0];
+  visit_dtype(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* vals = Values ? k.out[0].impl()->data_as<T>() : nullptr;
+    int64_t* idx = k.out[Values ? 1 : 0].impl()->data_as<int64_t>();
+    cpu::reduce_rows<T>(x, {k.attrs.i("dim")}, [&](const T* row, int64_t n, int64_t i) {
+      int64_t j = extreme_index<Max>(row, n);
+      if constexpr (Values) vals[i] = row[j];
+      idx[i] = j;
+    });
+  });
+}
+// The gradient goes to the element the saved index names: a one-hot mask along `dim`.
+std::vector<Tensor> grad_extreme_dim(const GradArgs& g) {
+  int64_t dim = g.attrs.i("dim");
+  const Shape& xs = g.in_meta[0].shape;
+  Tensor go = g.grad_out[0], idx = g.out[1];
+  if (!g.attrs.b("keepdim")) {
+    go = unsqueeze(go, dim);
+    idx = unsqueeze(idx, dim);
+  }
+  Shape ps(xs.size(), 1);
+  ps[size_t(dim)] = xs[size_t(dim)];
+  Tensor pos = reshape(arange(0, xs[size_t(dim)], 1, DType::Int64), ps);
+  return {where(eq(pos, idx), go, 0.0)};
+}
+const OpDef kMaxDim{.name = "max_dim", .flags = kSaveOutputs, .infer = infer_max_dim,
+                    .kernel = kernel_extreme_dim<true, true>, .grad = grad_extreme_dim};
+const OpDef kMinDim{.name = "min_dim", .flags = kSaveOutputs, .infer = infer_min_dim,
+                    .kernel = kernel_extreme_dim<false, true>, .grad = grad_extreme_dim};
+const OpDef kArgmax{.name = "argmax", .flags = kNoGrad, .infer = infer_argmax,
+                    .kernel = kernel_extreme_dim<true, false>};
+const OpDef kArgmin{.name = "argmin", .flags = kNoGrad, .infer = infer_argmin,
+                    .kernel = kernel_extreme_dim<false, false>};
+
+// ---- var ----
+std::vector<TensorMeta> infer_var(std::span<const Tensor> in, const Attrs& a) {
+  if (!is_floating(in[0].dtype()))
+    throw std::invalid_argument(std::string("[var] needs a floating tensor, got ") + dtype_name(in[0].dtype()) +
+                                " of shape " + shape_str(in[0].shape()));
+  return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), in[0].dtype()}};
+}
+// Two passes in double per row: mean, then squared deviations (stable for large offsets).
+void kernel_var(const KernelArgs& k) {
+  const Tensor& x = k.in[0];
+  const double ddof = k.attrs.b("unbiased") ? 1.0 : 0.0;
+  visit_floating(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* o = k.out[0].impl()->data_as<T>();
+    cpu::reduce_rows<T>(x, k.attrs.ints("dims"), [&](const T* row, int64_t n, int64_t i) {
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j) s += double(row[j]);
+      const double m = s / double(n);
+      double q = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double d = double(row[j]) - m;
+        q += d * d;
+      }
+      o[i] = T(q / (double(n) - ddof));
+    });
+  });
+}
+std::vector<Tensor> grad_var(const GradArgs& g) {
+  const Tensor& x = g.in[0];
+  const auto& dims = g.attrs.ints("dims");
+  const Shape& xs = g.in_meta[0].shape;
+  int64_t n = 1;
+  for (int64_t d : dims) n *= xs[size_t(d)];
+  double ddof = g.attrs.b("unbiased") ? 1.0 : 0.0;
+  Tensor go = g.grad_out[0];
+  if (!g.attrs.b("keepdim")) go = reshape(go, reduced_shape(xs, dims, true));
+  Tensor centered = sub(x, mean(x, dims, true));
+  return {mul(mul(centered, go), 2.0 / (double(n) - ddof))};
+}
+const OpDef kVar{.name = "var", .flags = kSaveInputs, .infer = infer_var, .kernel = kernel_var, .grad = grad_var};
+
+OpRegistrar r1(kMaxAll), r2(kMinAll), r3(kMaxDim), r4(kMinDim), r5(kArgmax), r6(kArgmin), r7(kVar);
+
+// A 0-d tensor reduces along its (virtual) dim 0 as a 1-element vector, as torch.
+Tensor extreme_dim(const OpDef& op, const char* name, const Tensor& x, int64_t dim, bool keepdim, size_t out) {
+  need(name, x);
+  dim = wrap_dim(name, dim, x.dim());
+  if (x.dim() == 0) return dispatch(op, {reshape(x, {1})}, Attrs{{"dim", int64_t(0)}, {"keepdim", false}})[out];
+  return dispatch(op, {x}, Attrs{{"dim", dim}, {"keepdim", keepdim}})[out];
+}
+Tensor arg_flat(const OpDef& op, const char* name, const Tensor& x) {
+  need(name, x);
+  if (x.numel() == 0)
+    throw std::invalid_argument(std::string("[") + name + "] cannot reduce an empty tensor of shape " +
+                                shape_str(x.shape()));
+  return dispatch1(op, {reshape(x, {x.numel()})}, Attrs{{"dim", int64_t(0)}, {"keepdim", false}});
+}
+
+}  // namespace
+
+Tensor max(const Tensor& x) { need("max", x); return dispatch1(kMaxAll, {x}); }
+Tensor min(const Tensor& x) { need("min", x); return dispatch1(kMinAll, {x}); }
+Tensor max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(kMaxDim, "max", x, dim, keepdim, 0); }
+Tensor min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(kMinDim, "min", x, dim, keepdim, 0); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_dim(kArgmax, "argmax", x, dim, keepdim, 0);
+}
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_dim(kArgmin, "argmin", x, dim, keepdim, 0);
+}
+Tensor argmax(const Tensor& x) { return arg_flat(kArgmax, "argmax", x); }
+Tensor argmin(const Tensor& x) { return arg_flat(kArgmin, "argmin", x); }
+
+Tensor var(const Tensor& x, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  need("var", x);
+  dims = reduction_dims("var", std::move(dims), x.dim());
+  return dispatch1(kVar, {x}, Attrs{{"dims", dims}, {"unbiased", unbiased}, {"keepdim", keepdim}});
+}
+Tensor std_(const Tensor& x, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  need("std_", x);
+  return sqrt(var(x, std::move(dims), unbiased, keepdim));
+}
+
+}  // namespace terra
