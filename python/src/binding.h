@@ -1,0 +1,78 @@
+// Shared declarations of the Python binding: one bind_* function per file (one op group each).
+#pragma once
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <terra/terra.h>
+
+namespace py = pybind11;
+
+namespace terra::python {
+
+// Shapes from Python: f(2, 3), f((2, 3)) and f([2, 3]) all mean [2, 3].
+Shape shape_from_args(const py::args& args, const char* op);
+Shape shape_from_object(const py::handle& obj, const char* op);
+// dims=None -> {} (all dims), an int -> {d}, a sequence -> its ints.
+std::vector<int64_t> dims_from_object(const py::handle& obj);
+// "float32"/terra.float32/... -> DType.
+DType dtype_from_object(const py::handle& obj);
+
+// The names this binding exposes as ops (module-level functions); test_conformance checks that
+// each has a case. Each bind_* function adds what it binds.
+void expose(py::module_& m, const char* name);
+
+// Location of the current op call inside a step: (code object id, instruction offset) pairs of
+// the Python frames from the innermost up to and including the frame that entered the step
+// (all frames when no step frame is set). Needs the GIL. See location.cpp.
+std::vector<uint64_t> python_location();
+void set_step_frame(PyObject* frame);  // new reference taken; nullptr clears
+
+void bind_tensor(py::module_& m);
+void bind_creation(py::module_& m);
+void bind_core_ops(py::module_& m);
+void bind_elementwise(py::module_& m);
+void bind_nn_ops(py::module_& m);
+void bind_softmax_loss(py::module_& m);
+void bind_indexing_random(py::module_& m);
+void bind_nn(py::module_& m);
+void bind_optim(py::module_& m);
+void bind_engine(py::module_& m);
+void bind_location(py::module_& m);
+
+}  // namespace terra::python
+
+// A module function terra.<name>(input, ...) and the method Tensor.<name>(...), exposed as an op.
+// Extra annotations name the arguments after input.
+#define TERRA_PY_BOTH(m, cls, name, fn, ...)                                 \
+  do {                                                                       \
+    (m).def(name, fn, py::arg("input") __VA_OPT__(, ) __VA_ARGS__);          \
+    (cls).def(name, fn __VA_OPT__(, ) __VA_ARGS__);                          \
+    ::terra::python::expose(m, name);                                        \
+  } while (0)
+
+namespace terra::python {
+inline py::class_<Tensor> tensor_class(py::module_& m) {
+  return py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+}
+}  // namespace terra::python
+
+namespace terra::python {
+// An int or a pair of ints (torch's _pair).
+inline std::array<int64_t, 2> int2_from_object(const py::handle& h, const char* op) {
+  if (py::isinstance<py::int_>(h)) {
+    int64_t v = h.cast<int64_t>();
+    return {v, v};
+  }
+  auto v = h.cast<std::vector<int64_t>>();
+  if (v.size() != 2)
+    throw std::invalid_argument(std::string("[") + op + "] expected an int or a pair of ints, got " +
+                                std::string(py::repr(h)));
+  return {v[0], v[1]};
+}
+// None -> undefined tensor.
+inline Tensor opt_tensor(const py::object& o) { return o.is_none() ? Tensor() : o.cast<Tensor>(); }
+}  // namespace terra::python

@@ -1,0 +1,1 @@
+"""terra.nn.functional: functional forms of the layers and losses."""

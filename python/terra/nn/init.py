@@ -1,0 +1,1 @@
+"""terra.nn.init: in-place initializers."""

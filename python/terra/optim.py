@@ -1,0 +1,1 @@
+"""terra.optim: SGD and Adam (the C++ optimizers of libterra)."""
