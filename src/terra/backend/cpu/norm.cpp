@@ -24,6 +24,22 @@ const T* opt_ptr(const KernelArgs& k, bool present, size_t idx, Tensor& keep) {
   return keep.impl()->data_as<T>();
 }
 
+// Sums with several independent accumulators (omp simd may reassociate), so the loop vectorizes.
+template <class T>
+double plane_sum(const T* p, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += double(p[i]);
+  return s;
+}
+template <class T>
+double plane_sqdev(const T* p, int64_t n, double mean) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += (double(p[i]) - mean) * (double(p[i]) - mean);
+  return s;
+}
+
 template <class T>
 const T* cptr(const Tensor& t) {
   return t.impl()->data_as<T>();
@@ -60,19 +76,10 @@ void batch_norm(const KernelArgs& k) {
           invstd = 1.0 / std::sqrt(double(rv[c]) + eps);
         } else {
           double sum = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const T* p = px + (n * C + c) * HW;
-            for (int64_t i = 0; i < HW; ++i) sum += double(p[i]);
-          }
+          for (int64_t n = 0; n < N; ++n) sum += plane_sum(px + (n * C + c) * HW, HW);
           mean = M ? sum / double(M) : 0.0;
           double sq = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const T* p = px + (n * C + c) * HW;
-            for (int64_t i = 0; i < HW; ++i) {
-              double d = double(p[i]) - mean;
-              sq += d * d;
-            }
-          }
+          for (int64_t n = 0; n < N; ++n) sq += plane_sqdev(px + (n * C + c) * HW, HW, mean);
           invstd = 1.0 / std::sqrt((M ? sq / double(M) : 0.0) + eps);
         }
         pm[c] = T(mean);
@@ -108,6 +115,7 @@ void batch_norm_backward(const KernelArgs& k) {
         double sg = 0, sgx = 0;  // sum(gy), sum(gy * xhat)
         for (int64_t n = 0; n < N; ++n) {
           const T *g = pg + (n * C + c) * HW, *p = px + (n * C + c) * HW;
+#pragma omp simd reduction(+ : sg, sgx)
           for (int64_t i = 0; i < HW; ++i) {
             sg += double(g[i]);
             sgx += double(g[i]) * (double(p[i]) - m) * is;
@@ -145,9 +153,9 @@ void layer_norm(const KernelArgs& k) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* p = px + r * D;
         double sum = 0, sq = 0;
-        for (int64_t i = 0; i < D; ++i) sum += double(p[i]);
+        sum = plane_sum(p, D);
         const double mean = D ? sum / double(D) : 0.0;
-        for (int64_t i = 0; i < D; ++i) sq += (double(p[i]) - mean) * (double(p[i]) - mean);
+        sq = plane_sqdev(p, D, mean);
         const double is = 1.0 / std::sqrt((D ? sq / double(D) : 0.0) + eps);
         pm[r] = T(mean);
         pi[r] = T(is);
@@ -181,6 +189,7 @@ void layer_norm_backward(const KernelArgs& k) {
         const T *g = pg + r * D, *p = px + r * D;
         const double m = double(pm[r]), is = double(pi[r]);
         double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat * xhat)
+#pragma omp simd reduction(+ : s1, s2)
         for (int64_t i = 0; i < D; ++i) {
           double dxh = double(g[i]) * (w ? double(w[i]) : 1.0);
           s1 += dxh;

@@ -109,16 +109,16 @@ void max_pool2d(const KernelArgs& k) {
           int64_t h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
           T best = -std::numeric_limits<T>::infinity();
           int64_t arg = std::max<int64_t>(h0, 0) * w.W + std::max<int64_t>(w0, 0);
+          const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + w.kw, w.W);
           for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + w.kh, w.H); ++ih)
-            for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + w.kw, w.W); ++iw) {
+            for (int64_t iw = wb; iw < we; ++iw) {
+              // Branch-free select (random data mispredicts a branch half the time); a NaN wins
+              // and then stays, as torch propagates it.
               T v = xp[ih * w.W + iw];
-              if (v > best || std::isnan(v)) {  // NaN propagates, as torch
-                best = v;
-                arg = ih * w.W + iw;
-                if (std::isnan(v)) goto done;
-              }
+              bool take = (v > best) | ((v != v) & (best == best));
+              best = take ? v : best;
+              arg = take ? ih * w.W + iw : arg;
             }
-        done:
           int64_t o = (p * w.OH + oh) * w.OW + ow;
           py[o] = best;
           pi[o] = arg;
