@@ -8,3 +8,6 @@
 #include "terra/core/shape.h"
 #include "terra/core/tensor.h"
 #include "terra/ops/all.h"
+#include "terra/runtime/engine.h"
+#include "terra/nn.h"
+#include "terra/optim.h"

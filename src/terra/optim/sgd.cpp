@@ -1,0 +1,61 @@
+#include "terra/optim/sgd.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "terra/autograd/grad_mode.h"
+#include "terra/ops/arithmetic.h"
+#include "terra/ops/creation.h"
+
+namespace terra::optim {
+
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampening, double weight_decay, bool nesterov)
+    : Optimizer(std::move(params), lr, "SGD"),
+      momentum(momentum),
+      dampening(dampening),
+      weight_decay(weight_decay),
+      nesterov(nesterov) {
+  if (momentum < 0.0) throw std::invalid_argument("[optim::SGD] invalid momentum " + std::to_string(momentum));
+  if (weight_decay < 0.0)
+    throw std::invalid_argument("[optim::SGD] invalid weight_decay " + std::to_string(weight_decay));
+  if (nesterov && (momentum <= 0.0 || dampening != 0.0))
+    throw std::invalid_argument("[optim::SGD] nesterov momentum requires a momentum and zero dampening");
+  param_steps_.assign(params_.size(), 0);
+  if (momentum != 0.0) {
+    NoGradGuard ng;
+    for (const Tensor& p : params_) momentum_buffers_.push_back(zeros_like(p));
+  }
+}
+
+std::vector<Tensor> SGD::state() const {
+  std::vector<Tensor> s = Optimizer::state();
+  s.insert(s.end(), momentum_buffers_.begin(), momentum_buffers_.end());
+  return s;
+}
+
+void SGD::step() {
+  begin_step();
+  NoGradGuard ng;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    Tensor d = p.grad();
+    if (!d.defined()) continue;
+    ++param_steps_[i];
+    if (weight_decay != 0.0) d = d + p * weight_decay;
+    if (momentum != 0.0) {
+      const Tensor& buf = momentum_buffers_[i];
+      // buf starts at zero, so momentum * buf + d is torch's "buf = d" on the first step; the op
+      // sequence is the same on every step, only the scalar differs.
+      buf.mul_(momentum);
+      if (dampening == 0.0) {
+        buf.add_(d);
+      } else {
+        add_inplace(buf, d * (param_steps_[i] == 1 ? 1.0 : 1.0 - dampening));
+      }
+      d = nesterov ? d + buf * momentum : buf;
+    }
+    add_inplace(p, d * -lr_);
+  }
+}
+
+}  // namespace terra::optim
