@@ -117,7 +117,7 @@ TERRA_OP_CASES(softmax_loss) {
                 for (int j = 0; j < 4; ++j) o[size_t(i * 4 + j)] = v[1][size_t(i * 4 + j)] * (v[0][size_t(i * 4 + j)] - s);
               }
               return o; }});
-  // y must be a log-softmax output (the op's contract), so it is made by one here.
+  // As used by autograd: y is a log-softmax output.
   add_case({.name = "log_softmax_backward", .ops = {"log_softmax_backward", "log_softmax"},
             .inputs = {{{2, 3, 2}}, {{2, 3, 2}}},
             .fn = [](const T& x) { return log_softmax_backward(x[0], log_softmax(x[1], 1), 1); },
@@ -128,6 +128,17 @@ TERRA_OP_CASES(softmax_loss) {
                 for (size_t i : idx) s += v[0][i];
                 for (size_t i : idx) o[i] = v[0][i] - std::exp(y[i]) * s;
               });
+              return o; }});
+
+  add_case({.name = "log_softmax_backward/any_y", .ops = {"log_softmax_backward"}, .inputs = {{{3, 4}}, {{3, 4}}},
+            .fn = [](const T& x) { return log_softmax_backward(x[0], x[1], 1); },
+            .reference = [](const std::vector<V>& v) {
+              V o(12);
+              for (int i = 0; i < 3; ++i) {
+                double s = 0;
+                for (int j = 0; j < 4; ++j) s += v[0][size_t(i * 4 + j)];
+                for (int j = 0; j < 4; ++j) o[size_t(i * 4 + j)] = v[0][size_t(i * 4 + j)] - std::exp(v[1][size_t(i * 4 + j)]) * s;
+              }
               return o; }});
 
   // Cross entropy = nll_loss(log_softmax).

@@ -10,6 +10,7 @@
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
+#include "terra/ops/elementwise.h"
 #include "terra/ops/reduce.h"
 #include "terra/ops/softmax.h"
 
@@ -216,10 +217,10 @@ void kernel_bce_bw(const KernelArgs& k) {
                                   [](T g, T x, T t) { return g * (stable_sigmoid(x) - t); });
   });
 }
-// out = g * (s - t), s = sigmoid(x); ds/dx = s * (1 - s). s itself is this op with g = 1, t = 0.
+// out = g * (s - t), s = sigmoid(x); ds/dx = s * (1 - s).
 std::vector<Tensor> grad_bce_bw(const GradArgs& a) {
   const Tensor &v = a.grad_out[0], &g = a.in[0], &x = a.in[1], &t = a.in[2];
-  Tensor s = binary_cross_entropy_with_logits_backward(ones_like(x), x, zeros_like(x));
+  Tensor s = sigmoid(x);
   Tensor gg = binary_cross_entropy_with_logits_backward(v, x, t);
   Tensor gx = mul(mul(v, g), mul(s, sub(ones_like(s), s)));
   Tensor gt = neg(mul(v, g));

@@ -9,6 +9,7 @@
 #include "terra/backend/cpu/loops.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
+#include "terra/ops/elementwise.h"
 #include "terra/ops/reduce.h"
 
 namespace terra {
@@ -131,11 +132,11 @@ std::vector<Tensor> grad_softmax_bw(const GradArgs& a) {
   Tensor gy = sub(mul(v, sub(go, s)), mul(go, sum(mul(v, y), {d}, true)));
   return {gg, gy};
 }
-// out = go - p * sum(go) with p = exp(y). Since y is a log-softmax output, softmax(y) == exp(y).
+// out = go - p * sum(go) with p = exp(y).
 std::vector<Tensor> grad_log_softmax_bw(const GradArgs& a) {
   int64_t d = a.attrs.i("dim");
   const Tensor &v = a.grad_out[0], &go = a.in[0], &y = a.in[1];
-  Tensor p = softmax(y, d);
+  Tensor p = exp(y);
   Tensor gg = sub(v, sum(mul(v, p), {d}, true));
   Tensor gy = neg(mul(mul(v, p), sum(go, {d}, true)));
   return {gg, gy};
