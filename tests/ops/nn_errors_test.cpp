@@ -2,9 +2,11 @@
 // work, leaving everything usable. Plus batch_norm's running-statistics update, checked by hand.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <terra/terra.h>
 
@@ -160,6 +162,36 @@ TEST(NNOps, PrimitiveCacheReused) {
   Tensor x = ones({1, 2, 6, 6}), w = ones({2, 2, 3, 3});
   Tensor a = conv2d(x, w), b = conv2d(x, w);
   EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+}
+
+}  // namespace
+}  // namespace terra
+
+namespace terra {
+namespace {
+
+// The GraphRunner runs kernels on a second thread: cached oneDNN primitives (user scratchpad,
+// per-thread stream) must give the same results when two threads run them at once.
+TEST(NNOps, ConcurrentOneDnnKernelsOnTwoThreads) {
+  Tensor x = rand({4, 3, 12, 12}), w = rand({5, 3, 3, 3}), b = rand({5});
+  Tensor want = conv2d(x, w, b, 1, 1);
+  Tensor want_p = avg_pool2d(want, 2, 2);
+  std::vector<float> wv = want.to_vector<float>(), wp = want_p.to_vector<float>();
+  std::atomic<int> bad{0};
+  auto work = [&] {
+    for (int i = 0; i < 20; ++i) {
+      Tensor y = conv2d(x, w, b, 1, 1);
+      if (y.to_vector<float>() != wv) bad++;
+      if (avg_pool2d(y, 2, 2).to_vector<float>() != wp) bad++;
+      Tensor gy = ones(y.shape());
+      conv2d_backward_input(gy, w, x.shape(), {1, 1}, {1, 1}, {1, 1}, 1);
+      conv2d_backward_weight(gy, x, w.shape(), {1, 1}, {1, 1}, {1, 1}, 1);
+    }
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace
