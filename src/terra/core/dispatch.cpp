@@ -13,16 +13,21 @@ thread_local Executor* t_executor = nullptr;
 }
 
 Executor* current_executor() { return t_executor; }
+Executor* exchange_executor(Executor* e) {
+  Executor* p = t_executor;
+  t_executor = e;
+  return p;
+}
 ExecutorScope::ExecutorScope(Executor* e) : prev_(t_executor) { t_executor = e; }
 ExecutorScope::~ExecutorScope() { t_executor = prev_; }
 
 std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& meta, PhiloxKey rng) {
+                                  const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
   if (op.has(kView)) return {op.view(in[0], attrs)};
   if (op.has(kInplace)) {
     std::vector<Tensor> out{in[0]};
     op.kernel(KernelArgs{in, out, attrs, rng});
-    in[0].impl()->storage->version.fetch_add(1);
+    if (bump_version) in[0].impl()->storage->version.fetch_add(1);
     return out;
   }
   std::vector<Tensor> out;

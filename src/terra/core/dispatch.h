@@ -22,6 +22,7 @@ class Executor {
 };
 
 Executor* current_executor();  // nullptr: eager
+Executor* exchange_executor(Executor* e);  // installs `e` on this thread, returns the previous one
 class ExecutorScope {          // installs an executor on this thread for the scope's life
  public:
   explicit ExecutorScope(Executor* e);
@@ -37,8 +38,9 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
 Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs = {});
 
 // Runs the kernel (or view) now on real inputs. Eager mode, tracing and the GraphRunner use it.
+// Version counters are host-side semantics: graph executors replaying a call pass bump=false.
 std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& meta, PhiloxKey rng);
+                                  const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version = true);
 
 // Fetch-point hook used by Tensor's readers: tells the executor, then materializes.
 void fetch(const Tensor& t);

@@ -161,6 +161,9 @@ Tensor Tensor::detach() const {
   d->storage = s.storage;
   d->pending = s.pending;
   d->base = s.base ? s.base : impl_;
+  d->trace_step = s.trace_step;  // same value: graph modes see the same producer
+  d->trace_rec = s.trace_rec;
+  d->trace_out = s.trace_out;
   return Tensor(std::move(d));
 }
 

@@ -38,6 +38,12 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<TensorImpl> base;  // for views: the tensor whose storage this one views
 
+  // Which op call of which traced/co-executed step produced the current value (0: none); graph
+  // modes use it to find an input's producer without a side table.
+  uint64_t trace_step = 0;
+  uint32_t trace_rec = 0;
+  uint32_t trace_out = 0;
+
   uint64_t id;  // process-unique, never reused
   TensorImpl();
 

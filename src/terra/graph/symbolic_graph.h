@@ -1,0 +1,78 @@
+// The symbolic graph generated from a TraceGraph (Terra §4.2): per region, an ordered list of
+// Switch-Cases (Appendix B) whose cases are basic blocks; loop nodes become While items (unrolled
+// when every trace had the same trip count); inputs are graph values, variables, feeds (Input
+// Feeding) or explicit phis chosen by the host; fetch points are marked (Output Fetching).
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "terra/graph/case_assignment.h"
+#include "terra/trace/trace_graph.h"
+
+namespace terra::graph {
+
+struct Input {
+  enum Kind : uint8_t { Value, Variable, Feed, Phi } kind;
+  trace::Source src;                        // Value / Variable
+  std::shared_ptr<TensorImpl> var;          // Variable: the graph keeps the tensor
+  std::vector<trace::Source> candidates;    // Phi: the host says which one each time
+};
+
+struct OpNode {
+  uint32_t node = 0;  // TraceGraph node id
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  std::vector<Input> inputs;
+  uint32_t num_outputs = 0;
+  bool needs_message = false;  // waits for the host: feeds, phis, random keys, in-place writes
+  bool fetched = false;        // some output is an Output Fetching point
+  std::vector<uint32_t> release_after;  // node values no later op of this step reads
+};
+
+struct Region;
+struct Item {
+  bool is_loop = false;
+  OpNode op;                      // !is_loop
+  uint32_t loop_node = 0;         // is_loop
+  int64_t fixed_trips = -1;       // >= 0: unrolled, no Loop Cond
+  std::unique_ptr<Region> body;
+};
+
+struct Case {
+  std::vector<Item> block;
+  std::vector<EdgeId> control_edges;
+};
+
+struct Switch {
+  uint32_t id = 0;
+  bool needs_select = false;  // a Case Select from the host; false when one case always runs
+  std::vector<Case> cases;
+};
+
+struct Region {
+  std::vector<Switch> switches;
+};
+
+struct ControlDep {  // Appendix C.3: this fetch must run before that feed
+  uint32_t fetch_node, feed_node;
+};
+
+struct SymbolicGraph {
+  Region root;
+  // Edge of the TraceGraph -> the (switch, case) pairs it selects.
+  std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> choices;
+  std::vector<uint32_t> max_age;          // per node id: deepest age any input reads
+  std::vector<uint8_t> needs_message;     // per node id
+  std::vector<uint8_t> switch_needs_select;  // per switch id
+  std::vector<ControlDep> control_deps;
+  uint32_t num_switches = 0;
+
+  static uint64_t edge_key(uint32_t from, uint32_t to) { return (uint64_t(from) << 32) | to; }
+  std::string dot() const;
+};
+
+SymbolicGraph generate(const trace::TraceGraph& tg);
+
+}  // namespace terra::graph

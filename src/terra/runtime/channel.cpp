@@ -1,0 +1,62 @@
+#include "terra/runtime/channel.h"
+
+#include <chrono>
+
+namespace terra::runtime {
+
+std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p) {
+  std::lock_guard<std::mutex> g(mu);
+  if (cells.size() <= p) {
+    cells.resize(p + 1);
+    pinned.resize(p + 1);
+  }
+  if (auto c = cells[p].lock()) {
+    pinned[p].reset();
+    return c;
+  }
+  auto c = std::make_shared<ValueCell>();
+  cells[p] = c;
+  return c;
+}
+
+void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
+  std::lock_guard<std::mutex> g(mu);
+  if (cells.size() <= p) {
+    cells.resize(p + 1);
+    pinned.resize(p + 1);
+    auto c = std::make_shared<ValueCell>();
+    c->values = outs;
+    cells[p] = c;
+    pinned[p] = c;
+    return;
+  }
+  if (auto c = cells[p].lock()) c->values = outs;
+}
+
+void Channel::push(Message m) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    q_.push_back(std::move(m));
+  }
+  cv_.notify_one();
+}
+
+Message& Channel::peek() {
+  std::unique_lock<std::mutex> g(mu_);
+  if (q_.empty()) {
+    auto t0 = std::chrono::steady_clock::now();
+    cv_.wait(g, [&] { return !q_.empty(); });
+    waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return q_.front();
+}
+
+Message Channel::pop() {
+  peek();
+  std::lock_guard<std::mutex> g(mu_);
+  Message m = std::move(q_.front());
+  q_.pop_front();
+  return m;
+}
+
+}  // namespace terra::runtime

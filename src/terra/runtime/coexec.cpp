@@ -1,0 +1,449 @@
+#include "terra/runtime/coexec.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace terra::runtime {
+
+using Clock = std::chrono::steady_clock;
+static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step.
+struct SkelPending : PendingValue {
+  CoExecSession* session;
+  std::shared_ptr<StepState> step;
+  std::shared_ptr<ValueCell> cell;
+  uint32_t out;
+  uint64_t seq;
+  SkelPending(CoExecSession* s, std::shared_ptr<StepState> st, std::shared_ptr<ValueCell> c, uint32_t o, uint64_t q)
+      : session(s), step(std::move(st)), cell(std::move(c)), out(o), seq(q) {}
+  void materialize(TensorImpl& t) override {
+    session->wait_done(*step, seq + 1);
+    if (out >= cell->values.size() || !cell->values[out].defined())
+      throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
+                               " was never computed (its step was abandoned before it ran)");
+    const TensorImpl& v = *cell->values[out].impl();
+    t.storage = v.storage;
+    t.strides = v.strides;
+    t.offset = v.offset;
+    t.pending.reset();  // may destroy *this: nothing below
+  }
+};
+
+class CoExecSession::TracingExec : public Executor {
+ public:
+  explicit TracingExec(CoExecSession& s) : s_(s) {}
+  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
+    trace::Location loc;
+    trace::capture_location(loc);
+    return s_.trace_call(op, in, attrs, meta, rng, loc);
+  }
+  void on_fetch(const Tensor& t) override {
+    TensorImpl* i = t.impl();
+    if (i->trace_step == s_.step_uid_ && i->trace_rec < s_.trace_.records.size())
+      s_.trace_.records[i->trace_rec].fetched[i->trace_out] = true;
+  }
+
+ private:
+  CoExecSession& s_;
+};
+
+class CoExecSession::SkeletonExec : public Executor {
+ public:
+  explicit SkeletonExec(CoExecSession& s) : s_(s) {}
+  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
+    trace::Location loc;  // captured here, at the same depth as TracingExec::run does
+    trace::capture_location(loc);
+    return s_.skeleton_call(op, in, attrs, meta, rng, loc);
+  }
+  void on_fetch(const Tensor& t) override { s_.on_fetch(t); }
+
+ private:
+  CoExecSession& s_;
+};
+
+// Between steps: anything the program runs sees the runner's results first.
+class CoExecSession::IdleExec : public Executor {
+ public:
+  explicit IdleExec(CoExecSession& s) : s_(s) {}
+  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
+    s_.sync_all();
+    return execute_eager(op, in, attrs, meta, rng);
+  }
+  void on_fetch(const Tensor&) override { s_.sync_all(); }
+
+ private:
+  CoExecSession& s_;
+};
+
+CoExecSession::CoExecSession(Stats& stats)
+    : stats_(stats),
+      runner_(std::make_unique<GraphRunner>()),
+      tracing_(std::make_unique<TracingExec>(*this)),
+      skeleton_(std::make_unique<SkeletonExec>(*this)),
+      idle_(std::make_unique<IdleExec>(*this)) {
+  prev_ = exchange_executor(idle_.get());
+}
+
+CoExecSession::~CoExecSession() {
+  sync_all();
+  exchange_executor(prev_);
+}
+
+void CoExecSession::explain(const std::string& what) {
+  if (explain_dir_.empty()) return;
+  std::fprintf(stderr, "[terra explain] %s\n", what.c_str());
+}
+
+void CoExecSession::wait_done(StepState& st, uint64_t n) {
+  if (st.done.load() >= n) return;
+  auto t = Clock::now();
+  st.host_waiting.store(true);
+  {
+    std::unique_lock<std::mutex> g(st.mu);
+    st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
+  }
+  st.host_waiting.store(false);
+  stall_ += since(t);
+  if (st.done.load() < n) {
+    std::lock_guard<std::mutex> g(st.mu);
+    if (st.error) std::rethrow_exception(st.error);
+  }
+}
+
+void CoExecSession::sync_all() {
+  if (runner_->steps_finished() >= steps_sent_) return;
+  auto t = Clock::now();
+  runner_->wait_steps_finished(steps_sent_);
+  stall_ += since(t);
+}
+
+void CoExecSession::sync_validated() {
+  if (steps_sent_ > 0 && runner_->steps_finished() < steps_sent_ - 1) {
+    auto t = Clock::now();
+    runner_->wait_steps_finished(steps_sent_ - 1);
+    stall_ += since(t);
+  }
+  if (st_) wait_done(*st_, seq_);
+}
+
+void CoExecSession::regenerate() {
+  sg_ = std::make_shared<graph::SymbolicGraph>(graph::generate(tg_));
+  stats_.graph_generations++;
+  if (!explain_dir_.empty()) {
+    std::ofstream(explain_dir_ + "/tracegraph_" + std::to_string(stats_.graph_generations) + ".dot") << tg_.dot();
+    std::ofstream(explain_dir_ + "/symbolic_" + std::to_string(stats_.graph_generations) + ".dot") << sg_->dot();
+    explain("generated graph " + std::to_string(stats_.graph_generations) + " (" + std::to_string(tg_.num_nodes()) +
+            " trace nodes) into " + explain_dir_);
+  }
+}
+
+void CoExecSession::begin_step() {
+  step_uid_++;
+  t0_ = Clock::now();
+  stall_ = 0;
+  fell_back_ = false;
+  seq_ = 0;
+  hist_.clear();
+  trace_.records.clear();
+  if (converged_ && sg_) {
+    // Bounded run-ahead: at most two steps queued on the runner.
+    if (steps_sent_ >= 2 && runner_->steps_finished() < steps_sent_ - 2) {
+      auto t = Clock::now();
+      runner_->wait_steps_finished(steps_sent_ - 2);
+      stall_ += since(t);
+    }
+    phase_ = Phase::CoExec;
+    st_ = std::make_shared<StepState>();
+    st_->uid = step_uid_;
+    st_->graph = sg_;
+    cursor_ = std::make_unique<trace::Cursor>(tg_, true);
+    Message m;
+    m.kind = Message::StepBegin;
+    m.step = st_;
+    runner_->channel().push(std::move(m));
+    steps_sent_++;
+    exchange_executor(skeleton_.get());
+  } else {
+    sync_all();
+    phase_ = Phase::Tracing;
+    st_.reset();
+    exchange_executor(tracing_.get());
+  }
+}
+
+void CoExecSession::send_events() {
+  Channel& ch = runner_->channel();
+  for (auto& e : events_) {
+    const trace::Node* loop = nullptr;
+    uint32_t cond = 1;
+    if (e.kind == trace::Cursor::Event::Edge) {
+      auto it = sg_->choices.find(graph::SymbolicGraph::edge_key(e.from->id, e.to->id));
+      if (it != sg_->choices.end())
+        for (auto [sw, c] : it->second)
+          if (sg_->switch_needs_select[sw]) {
+            Message m;
+            m.kind = Message::Choice;
+            m.id = sw;
+            m.seq = seq_;
+            m.value = c;
+            ch.push(std::move(m));
+          }
+      if (e.to->kind == trace::Node::Loop) loop = e.to;
+    } else {
+      loop = e.to;
+      cond = e.kind == trace::Cursor::Event::LoopIterate ? 1 : 0;
+    }
+    if (loop && loop->trip_counts.size() != 1) {
+      Message m;
+      m.kind = Message::LoopCond;
+      m.id = loop->id;
+      m.seq = seq_;
+      m.value = cond;
+      ch.push(std::move(m));
+    }
+  }
+  events_.clear();
+}
+
+static std::string describe(const trace::Source& s) { return s.str(); }
+
+std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                                 std::vector<TensorMeta>& meta, PhiloxKey rng,
+                                                 const trace::Location& loc) {
+  if (op.has(kStateful)) {  // effects outside tensors never enter the graph
+    sync_validated();
+    return execute_eager(op, in, attrs, meta, rng);
+  }
+  events_.clear();
+  trace::Node* n = cursor_->match(&op, attrs, loc, &events_);
+  if (!n) {
+    fall_back(std::string("new path: ") + op.name + "(" + attrs.str() + ") at " + loc.str() +
+              " is not among the graph's next calls");
+    return trace_call(op, in, attrs, meta, rng, loc);
+  }
+  const std::vector<uint32_t>& exec = cursor_->exec_count();
+  Message v;
+  v.kind = Message::Validate;
+  v.id = n->id;
+  v.seq = seq_;
+  v.rng = rng;
+  bool msg = sg_->needs_message[n->id];
+  if (msg) {
+    v.feeds.resize(in.size());
+    v.phi.resize(in.size());
+  }
+  Hist h{n->id, exec[n->id] - 1, {}};
+  h.inputs.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    TensorImpl* t = in[i].impl();
+    const auto& set = n->sources[i];
+    int idx = -1;
+    trace::Source got;
+    if (t->trace_step == step_uid_) {
+      const Hist& p = hist_[t->trace_rec];
+      got = {trace::Source::Op, p.node, t->trace_out, exec[p.node] - 1 - p.exec};
+      h.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
+      for (size_t k = 0; k < set.size(); ++k)
+        if (set[k] == got) idx = int(k);
+    } else {
+      got.kind = trace::Source::Variable;
+      got.var_id = t->id;
+      h.inputs[i] = {true, 0, 0, in[i].impl_ptr()};
+      for (size_t k = 0; k < set.size() && idx < 0; ++k)
+        if (set[k].kind == trace::Source::Variable && set[k].var_id == t->id) idx = int(k);
+      for (size_t k = 0; k < set.size() && idx < 0; ++k)
+        if (set[k].kind == trace::Source::External) idx = int(k);
+    }
+    if (idx < 0) {
+      std::string have;
+      for (auto& s : set) have += (have.empty() ? "" : ", ") + describe(s);
+      fall_back(std::string("new input producer: input ") + std::to_string(i) + " of " + op.name + " comes from " +
+                describe(got) + ", the graph has {" + have + "}");
+      events_.clear();
+      return trace_call(op, in, attrs, meta, rng, loc);
+    }
+    if (msg) {
+      if (set.size() > 1) v.phi[i] = uint8_t(idx);
+      if (set[size_t(idx)].kind != trace::Source::Op) {
+        auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
+        if (sp && !t->has_data())
+          v.feeds[i] = FeedValue{Tensor(), sp->cell, sp->out};
+        else
+          v.feeds[i] = FeedValue{in[i], nullptr, 0};
+      }
+    }
+  }
+  send_events();
+  if (msg) runner_->channel().push(std::move(v));
+
+  // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
+  std::shared_ptr<ValueCell> cell = st_->host_cell(seq_);
+  std::vector<Tensor> out;
+  if (op.has(kView)) {
+    out.push_back(op.view(in[0], attrs));
+    out[0].impl()->pending = std::make_shared<SkelPending>(this, st_, cell, 0, seq_);
+  } else if (op.has(kInplace)) {
+    out.push_back(in[0]);
+    in[0].impl()->storage->version.fetch_add(1);
+  } else {
+    out.reserve(meta.size());
+    for (uint32_t k = 0; k < meta.size(); ++k) {
+      auto t = std::make_shared<TensorImpl>();
+      t->numel = numel_of(meta[k].shape);
+      t->shape = std::move(meta[k].shape);
+      t->strides = contiguous_strides(t->shape);
+      t->dtype = meta[k].dtype;
+      t->storage = std::make_shared<Storage>();
+      t->pending = std::make_shared<SkelPending>(this, st_, cell, k, seq_);
+      out.emplace_back(std::move(t));
+    }
+  }
+  for (uint32_t k = 0; k < out.size(); ++k) {
+    TensorImpl* t = out[k].impl();
+    t->trace_step = step_uid_;
+    t->trace_rec = uint32_t(seq_);
+    t->trace_out = k;
+  }
+  hist_.push_back(std::move(h));
+  seq_++;
+  return out;
+}
+
+std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                              std::vector<TensorMeta>& meta, PhiloxKey rng,
+                                              const trace::Location& loc) {
+  std::vector<Tensor> out = execute_eager(op, in, attrs, meta, rng);
+  if (op.has(kStateful)) return out;
+  trace::Record r;
+  r.op = &op;
+  r.attrs = attrs;
+  r.loc = loc;
+  r.inputs.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    TensorImpl* t = in[i].impl();
+    if (t->trace_step == step_uid_)
+      r.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
+    else
+      r.inputs[i] = {true, 0, 0, in[i].impl_ptr()};
+  }
+  r.fetched.assign(out.size(), false);
+  r.out_meta.reserve(out.size());
+  for (uint32_t k = 0; k < out.size(); ++k) {
+    TensorImpl* t = out[k].impl();
+    r.out_meta.push_back({t->shape, t->dtype});
+    t->trace_step = step_uid_;
+    t->trace_rec = uint32_t(trace_.records.size());
+    t->trace_out = k;
+  }
+  trace_.records.push_back(std::move(r));
+  return out;
+}
+
+void CoExecSession::on_fetch(const Tensor& t) {
+  TensorImpl* i = t.impl();
+  if (i->trace_step == step_uid_ && phase_ == Phase::CoExec) {
+    const trace::Node* n = tg_.node(hist_[i->trace_rec].node);
+    if (!n->fetched[i->trace_out]) {
+      fall_back(std::string("new fetch point: output ") + std::to_string(i->trace_out) + " of " + n->label() +
+                " (node " + std::to_string(n->id) + ") is read by the host for the first time");
+      trace_.records[i->trace_rec].fetched[i->trace_out] = true;
+      return;
+    }
+  }
+  sync_validated();
+}
+
+void CoExecSession::fall_back(const std::string& why) {
+  stats_.fallbacks++;
+  explain("fallback in step " + std::to_string(stats_.steps) + " after " + std::to_string(seq_) +
+          " matched ops: " + why);
+  st_->abort_at.store(seq_);
+  Message m;
+  m.kind = Message::Abort;
+  runner_->channel().push(std::move(m));
+  auto t = Clock::now();
+  runner_->wait_steps_finished(steps_sent_);
+  stall_ += since(t);
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> g(st_->mu);
+    err = st_->error;
+  }
+  // The matched prefix becomes the start of this step's trace; the rest is traced eagerly.
+  trace_.records.clear();
+  for (const Hist& h : hist_) {
+    const trace::Node* n = tg_.node(h.node);
+    trace::Record r;
+    r.op = n->op;
+    r.attrs = n->attrs;
+    r.loc = n->loc;
+    r.inputs = h.inputs;
+    r.out_meta.assign(n->num_outputs, TensorMeta{{}, DType::Float32});
+    r.fetched.assign(n->num_outputs, false);
+    trace_.records.push_back(std::move(r));
+  }
+  phase_ = Phase::Tracing;
+  fell_back_ = true;
+  exchange_executor(tracing_.get());
+  if (err) std::rethrow_exception(err);
+}
+
+void CoExecSession::finish_trace() {
+  std::string why;
+  bool changed = tg_.merge(trace_, &why);
+  stats_.traces++;
+  if (changed) explain("trace of step " + std::to_string(stats_.steps) + " extended the TraceGraph: " + why);
+  if (fell_back_) {
+    regenerate();  // resume co-execution at once with a graph that holds this trace
+    converged_ = true;
+  } else if (!changed) {
+    regenerate();
+    converged_ = true;
+    explain("trace of step " + std::to_string(stats_.steps) + " is covered: co-execution starts");
+  }
+}
+
+void CoExecSession::end_step() {
+  if (phase_ == Phase::CoExec && !cursor_->can_finish())
+    fall_back("the step ended where the graph expects more ops");
+  if (phase_ == Phase::CoExec) {
+    events_.clear();
+    cursor_->finish(&events_);
+    send_events();
+    Message m;
+    m.kind = Message::StepEnd;
+    runner_->channel().push(std::move(m));
+  } else {
+    finish_trace();
+  }
+  exchange_executor(idle_.get());
+  phase_ = Phase::Idle;
+  cursor_.reset();
+  stats_.host_stall_s += stall_;
+  stats_.host_busy_s += since(t0_) - stall_;
+  stats_.runner_busy_s = runner_->busy_s();
+  stats_.runner_stall_s = runner_->stall_s();
+}
+
+void CoExecSession::abort_step() {
+  if (phase_ == Phase::CoExec) {
+    st_->abort_at.store(seq_);
+    Message m;
+    m.kind = Message::Abort;
+    runner_->channel().push(std::move(m));
+    runner_->wait_steps_finished(steps_sent_);
+  }
+  exchange_executor(idle_.get());
+  phase_ = Phase::Idle;
+  cursor_.reset();
+  trace_.records.clear();
+}
+
+}  // namespace terra::runtime

@@ -1,0 +1,83 @@
+// The host side of co-execution (Terra §4.1): a tracing phase that runs ops eagerly and records
+// traces, and a co-execution phase where the program runs as a skeleton — ops only infer shapes,
+// are matched against the TraceGraph, and return placeholders — while the GraphRunner computes.
+// A call the graph does not hold makes the step fall back to tracing, invisibly.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "terra/core/dispatch.h"
+#include "terra/graph/symbolic_graph.h"
+#include "terra/runtime/engine.h"
+#include "terra/runtime/graph_runner.h"
+#include "terra/trace/trace_graph.h"
+
+namespace terra::runtime {
+
+class CoExecSession {
+ public:
+  explicit CoExecSession(Stats& stats);
+  ~CoExecSession();
+  void begin_step();
+  void end_step();
+  void abort_step();  // an exception escaped the step: variables stay at exactly the eager state
+  void sync_all();    // waits until the runner has executed everything sent to it
+  void set_explain(const std::string& dir) { explain_dir_ = dir; }
+
+  const trace::TraceGraph& trace_graph() const { return tg_; }
+  const graph::SymbolicGraph* symbolic_graph() const { return sg_.get(); }
+  bool coexecuting() const { return phase_ == Phase::CoExec; }
+
+ private:
+  enum class Phase { Idle, Tracing, CoExec };
+  struct Hist {  // one validated op of the current step
+    uint32_t node, exec;
+    std::vector<trace::RecordSource> inputs;
+  };
+  class TracingExec;
+  class SkeletonExec;
+  class IdleExec;
+  friend struct SkelPending;
+
+  std::vector<Tensor> trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                 std::vector<TensorMeta>& meta, PhiloxKey rng, const trace::Location& loc);
+  std::vector<Tensor> skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                    std::vector<TensorMeta>& meta, PhiloxKey rng, const trace::Location& loc);
+  void on_fetch(const Tensor& t);
+  void fall_back(const std::string& why);
+  void send_events();
+  void wait_done(StepState& st, uint64_t n);
+  void sync_validated();
+  void regenerate();
+  void finish_trace();
+  void explain(const std::string& what);
+
+  Stats& stats_;
+  trace::TraceGraph tg_;
+  std::shared_ptr<const graph::SymbolicGraph> sg_;
+  std::unique_ptr<GraphRunner> runner_;
+  std::unique_ptr<TracingExec> tracing_;
+  std::unique_ptr<SkeletonExec> skeleton_;
+  std::unique_ptr<IdleExec> idle_;
+  Executor* prev_ = nullptr;
+
+  Phase phase_ = Phase::Idle;
+  bool converged_ = false;  // tracing found the graph covering the latest trace
+  uint64_t step_uid_ = 0;
+  uint64_t steps_sent_ = 0;  // steps handed to the runner
+  // current step
+  trace::Trace trace_;
+  std::unique_ptr<trace::Cursor> cursor_;
+  std::vector<trace::Cursor::Event> events_;
+  std::vector<Hist> hist_;
+  std::shared_ptr<StepState> st_;
+  uint64_t seq_ = 0;
+  bool fell_back_ = false;
+  std::chrono::steady_clock::time_point t0_;
+  double stall_ = 0;
+  std::string explain_dir_;
+};
+
+}  // namespace terra::runtime

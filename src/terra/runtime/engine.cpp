@@ -1,0 +1,139 @@
+#include "terra/runtime/engine.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+#include "terra/runtime/coexec.h"
+#include "terra/runtime/lazy.h"
+#include "terra/trace/location.h"
+
+namespace terra {
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::Eager: return "eager";
+    case Mode::CoExecution: return "coexec";
+    case Mode::Lazy: return "lazy";
+  }
+  return "?";
+}
+
+Mode parse_mode(const std::string& s) {
+  if (s == "eager") return Mode::Eager;
+  if (s == "coexec" || s == "co-execution" || s == "coexecution") return Mode::CoExecution;
+  if (s == "lazy") return Mode::Lazy;
+  throw std::invalid_argument("[Engine] unknown mode '" + s + "' (expected eager, coexec or lazy)");
+}
+
+class EngineImpl {
+ public:
+  explicit EngineImpl(Mode m) : mode_(m), owner_(std::this_thread::get_id()) {
+    if (m == Mode::CoExecution) co_ = std::make_unique<runtime::CoExecSession>(stats_);
+    if (m == Mode::Lazy) lazy_ = std::make_unique<runtime::LazyExec>(stats_);
+    if (const char* dir = std::getenv("TERRA_EXPLAIN")) set_explain(dir);
+  }
+
+  void check_thread(const char* what) const {
+    if (std::this_thread::get_id() != owner_)
+      throw std::invalid_argument(std::string("[Engine] ") + what +
+                                  " called from a thread other than the one that created the engine");
+  }
+
+  void begin(void* base) {
+    check_thread("step()");
+    if (in_step_) throw std::invalid_argument("[Engine] step() called while another step of this engine is active");
+    in_step_ = true;
+    prev_base_ = trace::step_base();
+    trace::set_step_base(base);
+    t0_ = std::chrono::steady_clock::now();
+    try {
+      if (co_) co_->begin_step();
+      if (lazy_) prev_ = exchange_executor(lazy_.get());
+    } catch (...) {
+      in_step_ = false;
+      trace::set_step_base(prev_base_);
+      throw;
+    }
+  }
+
+  void end(bool exception) {
+    if (!in_step_) return;
+    in_step_ = false;
+    trace::set_step_base(prev_base_);
+    stats_.steps++;
+    if (co_) {
+      if (exception) co_->abort_step();
+      else co_->end_step();
+      return;
+    }
+    if (lazy_) {
+      exchange_executor(prev_);
+      if (!exception) lazy_->barrier();
+      else lazy_->barrier();  // values recorded before the exception are still owed to the program
+    }
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    stats_.host_busy_s += dt;
+  }
+
+  void synchronize() {
+    if (co_) co_->sync_all();
+    if (lazy_) lazy_->barrier();
+  }
+
+  void set_explain(const std::string& dir) {
+    if (co_) co_->set_explain(dir);
+  }
+
+  Mode mode_;
+  Stats stats_;
+  std::thread::id owner_;
+  std::unique_ptr<runtime::CoExecSession> co_;
+  std::unique_ptr<runtime::LazyExec> lazy_;
+  Executor* prev_ = nullptr;
+  void* prev_base_ = nullptr;
+  bool in_step_ = false;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+Step::Step(EngineImpl* e, void*) : engine_(e), uncaught_(std::uncaught_exceptions()) {}
+Step::Step(Step&& o) noexcept : engine_(o.engine_), uncaught_(o.uncaught_) { o.engine_ = nullptr; }
+Step::~Step() noexcept(false) {
+  if (!engine_) return;
+  EngineImpl* e = engine_;
+  engine_ = nullptr;
+  bool unwinding = std::uncaught_exceptions() > uncaught_;
+  if (unwinding) {
+    try {
+      e->end(true);
+    } catch (...) {
+    }
+  } else {
+    e->end(false);
+  }
+}
+void Step::end() {
+  if (!engine_) return;
+  EngineImpl* e = engine_;
+  engine_ = nullptr;
+  e->end(false);
+}
+
+Engine::Engine(Mode mode) : impl_(std::make_unique<EngineImpl>(mode)) {}
+Engine::~Engine() = default;
+
+__attribute__((noinline)) Step Engine::step() {
+  // The caller's frame pointer: frames at or above it are outside the step.
+  void* base = static_cast<void**>(__builtin_frame_address(0))[0];
+  impl_->begin(base);
+  return Step(impl_.get(), base);
+}
+
+Stats Engine::stats() const { return impl_->stats_; }
+Mode Engine::mode() const { return impl_->mode_; }
+void Engine::synchronize() { impl_->synchronize(); }
+void Engine::set_explain(const std::string& dir) { impl_->set_explain(dir); }
+
+}  // namespace terra

@@ -1,0 +1,64 @@
+// Engine: runs a training program's steps eagerly, lazily (LazyTensor), or by imperative-symbolic
+// co-execution (Terra). Switching the Mode is the only change a program makes.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace terra {
+
+enum class Mode { Eager, CoExecution, Lazy };
+const char* mode_name(Mode m);
+Mode parse_mode(const std::string& s);  // "eager" | "coexec" | "lazy"; throws invalid_argument
+
+struct Stats {
+  int64_t steps = 0;
+  int64_t traces = 0;             // steps (or step remainders) run in tracing phase
+  int64_t fallbacks = 0;          // co-execution steps that fell back to tracing
+  int64_t graph_generations = 0;  // symbolic graphs generated
+  double host_busy_s = 0, host_stall_s = 0;      // host thread: running the program / waiting on fetches
+  double runner_busy_s = 0, runner_stall_s = 0;  // GraphRunner: executing / waiting for feeds and choices
+  int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
+};
+
+class Engine;
+class EngineImpl;
+
+// One iteration of the training loop: lasts until the object dies (RAII).
+class Step {
+ public:
+  Step(Step&& o) noexcept;
+  Step& operator=(Step&&) = delete;
+  ~Step() noexcept(false);
+  void end();  // ends the step early (idempotent)
+
+ private:
+  friend class Engine;
+  explicit Step(EngineImpl* e, void* base_frame);
+  EngineImpl* engine_;
+  int uncaught_;
+};
+
+class Engine {
+ public:
+  explicit Engine(Mode mode);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // The caller's frame bounds the locations recorded in the step (no annotations needed).
+  __attribute__((noinline)) Step step();
+  Stats stats() const;
+  Mode mode() const;
+  // Waits until every queued op ran (co-execution) / pending work is evaluated (lazy).
+  void synchronize();
+  // Prints why each fallback happened and dumps graphs as Graphviz DOT into `dir` ("" = off).
+  // The environment variable TERRA_EXPLAIN=dir does the same for every engine.
+  void set_explain(const std::string& dir);
+  EngineImpl* impl() const { return impl_.get(); }
+
+ private:
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+}  // namespace terra

@@ -1,0 +1,163 @@
+#include "terra/runtime/graph_runner.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "terra/core/dispatch.h"
+
+namespace terra::runtime {
+
+using graph::Input;
+
+std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, PhiloxKey rng) {
+  std::vector<TensorMeta> meta = op.op->infer(in, op.attrs);
+  return execute_eager(*op.op, in, op.attrs, meta, rng, /*bump_version=*/false);
+}
+
+GraphRunner::GraphRunner() : thread_([this] { loop(); }) {}
+
+GraphRunner::~GraphRunner() {
+  Message m;
+  m.kind = Message::Shutdown;
+  ch_.push(std::move(m));
+  thread_.join();
+}
+
+void GraphRunner::wait_steps_finished(uint64_t n) {
+  std::unique_lock<std::mutex> g(mu_);
+  cv_.wait(g, [&] { return steps_finished_.load() >= n; });
+}
+
+void GraphRunner::loop() {
+  for (;;) {
+    Message m = ch_.pop();
+    if (m.kind == Message::Shutdown) return;
+    if (m.kind != Message::StepBegin) continue;  // leftovers of an aborted step
+    StepState& st = *m.step;
+    auto t0 = std::chrono::steady_clock::now();
+    double stall0 = ch_.waited_s();
+    std::exception_ptr err;
+    try {
+      run_step(st);
+    } catch (Abort&) {
+    } catch (...) {
+      err = std::current_exception();
+    }
+    env_.clear();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    busy_s_.store(busy_s_.load() + dt - (ch_.waited_s() - stall0));
+    {
+      std::lock_guard<std::mutex> g(st.mu);
+      st.error = err;
+      st.finished = true;
+    }
+    st.cv.notify_all();
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      steps_finished_++;
+    }
+    cv_.notify_all();
+  }
+}
+
+void GraphRunner::run_step(StepState& st) {
+  st_ = &st;
+  g_ = st.graph.get();
+  pos_ = 0;
+  env_.assign(g_->max_age.size(), {});
+  if (st.abort_at.load() == 0) throw Abort{};
+  run_region(g_->root);
+  // Whatever ends the step: its end marker, or an abort after all validated ops ran.
+  for (;;) {
+    Message m = ch_.pop();
+    if (m.kind == Message::StepEnd || m.kind == Message::Abort) return;
+  }
+}
+
+int GraphRunner::take_choice(uint32_t sw) {
+  Message& m = ch_.peek();
+  if (m.kind == Message::Abort) throw Abort{};
+  if (m.kind == Message::Choice && m.id == sw && m.seq == pos_) {
+    int v = int(m.value);
+    ch_.pop();
+    return v;
+  }
+  return -1;  // the host's next action lies beyond this switch: the path skipped it
+}
+
+bool GraphRunner::take_loop_cond(uint32_t loop) {
+  Message m = ch_.pop();
+  if (m.kind == Message::Abort) throw Abort{};
+  if (m.kind != Message::LoopCond || m.id != loop)
+    throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
+  return m.value != 0;
+}
+
+Message GraphRunner::take_validate(uint32_t node) {
+  Message m = ch_.pop();
+  if (m.kind == Message::Abort) throw Abort{};
+  if (m.kind != Message::Validate || m.id != node || m.seq != pos_)
+    throw std::runtime_error("[GraphRunner] internal: expected validation of node " + std::to_string(node) +
+                             " at position " + std::to_string(pos_));
+  return m;
+}
+
+void GraphRunner::run_region(const graph::Region& r) {
+  for (const graph::Switch& sw : r.switches) {
+    int c = sw.needs_select ? take_choice(sw.id) : 0;
+    if (c < 0) continue;
+    for (const graph::Item& it : sw.cases[size_t(c)].block) {
+      if (!it.is_loop) {
+        run_op(it.op);
+        continue;
+      }
+      if (it.fixed_trips >= 0) {
+        for (int64_t i = 0; i < it.fixed_trips; ++i) run_region(*it.body);
+      } else {
+        while (take_loop_cond(it.loop_node)) run_region(*it.body);
+      }
+    }
+  }
+}
+
+void GraphRunner::run_op(const graph::OpNode& op) {
+  if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
+  Message v;
+  if (op.needs_message) v = take_validate(op.node);
+  std::vector<Tensor> in(op.inputs.size());
+  auto value = [&](const trace::Source& s) -> Tensor {
+    auto& ring = env_[s.node];
+    if (s.age >= ring.size() || s.out >= ring[s.age].size())
+      throw std::runtime_error("[GraphRunner] internal: value of node " + std::to_string(s.node) + " is missing");
+    return ring[s.age][s.out];
+  };
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const Input& x = op.inputs[i];
+    switch (x.kind) {
+      case Input::Value: in[i] = value(x.src); break;
+      case Input::Variable: in[i] = Tensor(x.var); break;
+      case Input::Feed: in[i] = v.feeds.at(i).resolve(); break;
+      case Input::Phi: {
+        const trace::Source& s = x.candidates.at(v.phi.at(i));
+        in[i] = s.kind == trace::Source::Op ? value(s) : v.feeds.at(i).resolve();
+        break;
+      }
+    }
+  }
+  std::vector<Tensor> outs = exec_.run_op(op, in, v.rng);
+  auto& ring = env_[op.node];
+  ring.push_front(outs);
+  if (ring.size() > size_t(g_->max_age[op.node]) + 1) ring.pop_back();
+  st_->runner_store(pos_, outs);
+  for (uint32_t n : op.release_after)
+    if (!env_[n].empty()) env_[n].front().clear();
+  pos_++;
+  st_->done.store(pos_);  // seq_cst: pairs with the host's host_waiting store (no lost wake-up)
+  if (st_->host_waiting.load()) {
+    { std::lock_guard<std::mutex> g(st_->mu); }
+    st_->cv.notify_all();
+  }
+}
+
+}  // namespace terra::runtime

@@ -1,0 +1,56 @@
+// The GraphRunner: a thread that executes the symbolic graph on real data, step after step,
+// running ahead of the host as far as feeds, path choices and validations allow.
+#pragma once
+#include <atomic>
+#include <thread>
+
+#include "terra/graph/symbolic_graph.h"
+#include "terra/runtime/channel.h"
+
+namespace terra::runtime {
+
+// Hook through which every basic block's ops run: the place later passes (fusion, memory
+// planning) plug in. The default runs each op's kernel in order.
+class BlockExecutor {
+ public:
+  virtual ~BlockExecutor() = default;
+  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, PhiloxKey rng);
+};
+
+class GraphRunner {
+ public:
+  GraphRunner();
+  ~GraphRunner();
+  Channel& channel() { return ch_; }
+  // Steps fully executed; the host compares with the steps it started to bound run-ahead.
+  uint64_t steps_finished() const { return steps_finished_.load(); }
+  void wait_steps_finished(uint64_t n);
+  double busy_s() const { return busy_s_.load(); }
+  double stall_s() const { return ch_.waited_s(); }
+
+ private:
+  struct Abort {};
+  void loop();
+  void run_step(StepState& st);
+  void run_region(const graph::Region& r);
+  void run_op(const graph::OpNode& op);
+  int take_choice(uint32_t sw);
+  bool take_loop_cond(uint32_t loop);
+  Message take_validate(uint32_t node);
+
+  // Values of the current step: per node, its most recent executions (depth max_age + 1).
+  std::vector<std::deque<std::vector<Tensor>>> env_;
+  StepState* st_ = nullptr;
+  const graph::SymbolicGraph* g_ = nullptr;
+  uint64_t pos_ = 0;
+  BlockExecutor exec_;
+
+  Channel ch_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<uint64_t> steps_finished_{0};
+  std::atomic<double> busy_s_{0};
+  std::thread thread_;
+};
+
+}  // namespace terra::runtime

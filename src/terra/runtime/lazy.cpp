@@ -1,0 +1,126 @@
+#include "terra/runtime/lazy.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace terra::runtime {
+namespace {
+
+struct LazyPending : PendingValue {
+  LazyExec* exec;
+  uint64_t batch;
+  std::shared_ptr<ValueCell> cell;
+  uint32_t out;
+  int32_t entry;
+  LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<ValueCell> c, uint32_t o, int32_t i)
+      : exec(e), batch(b), cell(std::move(c)), out(o), entry(i) {}
+  void materialize(TensorImpl& t) override {
+    if (exec && exec->batch() == batch) exec->barrier();
+    if (out >= cell->values.size() || !cell->values[out].defined())
+      throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
+    const TensorImpl& v = *cell->values[out].impl();
+    t.storage = v.storage;
+    t.strides = v.strides;
+    t.offset = v.offset;
+    t.pending.reset();  // may destroy *this
+  }
+};
+
+uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+}  // namespace
+
+std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  std::vector<TensorMeta>& meta, PhiloxKey rng) {
+  if (op.has(kStateful)) {
+    barrier();
+    return execute_eager(op, in, attrs, meta, rng);
+  }
+  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, std::make_shared<ValueCell>()};
+  e.refs.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto* lp = dynamic_cast<LazyPending*>(in[i].impl()->pending.get());
+    if (lp && lp->batch == batch_ && !in[i].impl()->has_data()) e.refs[i] = {lp->entry, lp->out};
+  }
+  int32_t idx = int32_t(pending_.size());
+  std::vector<Tensor> out;
+  if (op.has(kView)) {
+    out.push_back(op.view(in[0], attrs));
+    out[0].impl()->pending = std::make_shared<LazyPending>(this, batch_, e.cell, 0, idx);
+  } else if (op.has(kInplace)) {
+    out.push_back(in[0]);
+    in[0].impl()->storage->version.fetch_add(1);
+  } else {
+    for (uint32_t k = 0; k < meta.size(); ++k) {
+      auto t = std::make_shared<TensorImpl>();
+      t->numel = numel_of(meta[k].shape);
+      t->shape = std::move(meta[k].shape);
+      t->strides = contiguous_strides(t->shape);
+      t->dtype = meta[k].dtype;
+      t->storage = std::make_shared<Storage>();
+      t->pending = std::make_shared<LazyPending>(this, batch_, e.cell, k, idx);
+      out.emplace_back(std::move(t));
+    }
+  }
+  pending_.push_back(std::move(e));
+  return out;
+}
+
+void LazyExec::on_fetch(const Tensor&) { barrier(); }
+
+// External data is hashed by shape and dtype only, except 0-d values 0 and 1, which are baked in
+// as constants (LazyTensor §4); other scalars stay parameters of the compiled block.
+uint64_t LazyExec::canonical_hash(const std::vector<Entry>& entries) {
+  uint64_t h = entries.size();
+  for (const Entry& e : entries) {
+    h = mix(h, reinterpret_cast<uintptr_t>(e.op));
+    h = mix(h, e.attrs.hash());
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Ref& r = e.refs[i];
+      if (r.entry >= 0) {
+        h = mix(mix(h, uint64_t(r.entry)), r.out);
+        continue;
+      }
+      const TensorImpl& t = *e.inputs[i].impl();
+      h = mix(h, 0xe7);
+      h = mix(h, uint64_t(t.dtype));
+      for (int64_t d : t.shape) h = mix(h, uint64_t(d));
+      if (t.numel == 1 && t.shape.empty() && t.has_data() && is_floating(t.dtype)) {
+        double v = t.dtype == DType::Float32 ? double(*static_cast<const float*>(const_cast<TensorImpl&>(t).data()))
+                                             : *static_cast<const double*>(const_cast<TensorImpl&>(t).data());
+        if (v == 0.0 || v == 1.0) h = mix(h, v == 0.0 ? 0xc0 : 0xc1);
+      }
+    }
+  }
+  return h;
+}
+
+void LazyExec::barrier() {
+  if (pending_.empty()) return;
+  std::vector<Entry> work;
+  work.swap(pending_);
+  uint64_t h = canonical_hash(work);
+  batch_++;  // new calls from here on belong to the next pending graph
+  auto it = cache_.find(h);
+  if (it != cache_.end()) {
+    stats_.lazy_cache_hits++;
+  } else {
+    stats_.lazy_cache_misses++;
+    Block b;
+    for (const Entry& e : work) b.refs.push_back(e.refs);
+    it = cache_.emplace(h, std::move(b)).first;
+  }
+  const Block& block = it->second;
+  for (size_t k = 0; k < work.size(); ++k) {
+    Entry& e = work[k];
+    std::vector<Tensor> in(e.inputs.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Ref& r = block.refs[k][i];
+      in[i] = r.entry >= 0 ? work[size_t(r.entry)].cell->values[r.out] : e.inputs[i];
+    }
+    std::vector<TensorMeta> meta = e.op->infer(in, e.attrs);
+    e.cell->values = execute_eager(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false);
+  }
+}
+
+}  // namespace terra::runtime

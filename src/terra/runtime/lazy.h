@@ -1,0 +1,48 @@
+// Lazy mode (the LazyTensor baseline): op calls are recorded into a pending graph and return
+// placeholders; a barrier (a fetch, or the step's end) compiles the pending graph — looked up by
+// a canonical hash in a cache of compiled blocks — and runs it synchronously.
+#pragma once
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "terra/core/dispatch.h"
+#include "terra/runtime/channel.h"
+#include "terra/runtime/engine.h"
+
+namespace terra::runtime {
+
+class LazyExec : public Executor {
+ public:
+  explicit LazyExec(Stats& stats) : stats_(stats) {}
+  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                          std::vector<TensorMeta>& meta, PhiloxKey rng) override;
+  void on_fetch(const Tensor& t) override;
+  void barrier();  // evaluates everything pending
+  uint64_t batch() const { return batch_; }
+
+ private:
+  struct Ref {  // an input: output `out` of pending entry `entry`, or an outside tensor
+    int32_t entry = -1;
+    uint32_t out = 0;
+  };
+  struct Entry {
+    const OpDef* op;
+    Attrs attrs;
+    std::vector<Tensor> inputs;
+    std::vector<Ref> refs;
+    PhiloxKey rng;
+    std::shared_ptr<ValueCell> cell;
+  };
+  struct Block {  // a compiled pending graph: ops in order with resolved input slots
+    std::vector<std::vector<Ref>> refs;
+  };
+  static uint64_t canonical_hash(const std::vector<Entry>& entries);
+
+  Stats& stats_;
+  std::vector<Entry> pending_;
+  uint64_t batch_ = 0;
+  std::unordered_map<uint64_t, Block> cache_;
+};
+
+}  // namespace terra::runtime

@@ -1,0 +1,61 @@
+#include "terra/trace/location.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <sstream>
+
+namespace terra::trace {
+namespace {
+thread_local void* t_base = nullptr;
+LocationProvider g_provider = nullptr;
+constexpr int kMaxFrames = 64;
+}  // namespace
+
+void set_step_base(void* frame) { t_base = frame; }
+void* step_base() { return t_base; }
+void set_location_provider(LocationProvider p) { g_provider = p; }
+
+__attribute__((noinline)) void capture_location(Location& out) {
+  out.frames.clear();
+  if (g_provider) {
+    g_provider(out);
+  } else {
+    // Walk saved frame pointers up to the step's base frame. Each frame holds [saved fp, return address].
+    // Start at the caller's frame: the executor calling us differs between tracing and
+    // co-execution, everything above it (dispatch and the program) must compare equal.
+    auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
+    auto* base = static_cast<uintptr_t*>(t_base);
+    if (fp) fp = reinterpret_cast<uintptr_t*>(fp[0]);
+    for (int n = 0; fp && n < kMaxFrames; ++n) {
+      if (base && fp >= base) break;
+      uintptr_t ret = fp[1];
+      out.frames.push_back(ret);
+      auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
+      if (next <= fp) break;  // not a sane frame chain: stop rather than read garbage
+      fp = next;
+    }
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (uintptr_t f : out.frames) h = (h ^ uint64_t(f)) * 1099511628211ull;
+  out.hash = h;
+}
+
+std::string Location::str() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(frames[i]), &info) && info.dli_sname) {
+      os << (i ? " <- " : "") << info.dli_sname << "+0x" << std::hex
+         << (frames[i] - reinterpret_cast<uintptr_t>(info.dli_saddr)) << std::dec;
+    } else if (info.dli_fname) {
+      os << (i ? " <- " : "") << info.dli_fname << "@0x" << std::hex
+         << (frames[i] - reinterpret_cast<uintptr_t>(info.dli_fbase)) << std::dec;
+    } else {
+      os << (i ? " <- " : "") << "0x" << std::hex << frames[i] << std::dec;
+    }
+  }
+  return os.str();
+}
+
+}  // namespace terra::trace

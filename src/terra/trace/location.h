@@ -1,0 +1,29 @@
+// Where an op call happened: the chain of return addresses of the frames inside the current step
+// (C++), or a chain supplied by a language binding (Python: code object + instruction offset).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace terra::trace {
+
+struct Location {
+  uint64_t hash = 0;
+  std::vector<uintptr_t> frames;  // innermost first
+  bool operator==(const Location& o) const { return hash == o.hash && frames == o.frames; }
+  std::string str() const;  // symbolized, for explain output
+};
+
+// Frame that bounds the walk: frames at or above it (the step's owner and its callers) are excluded.
+void set_step_base(void* frame);
+void* step_base();
+
+// A binding installs its own capture (e.g. Python frames); null restores the C++ frame walk.
+using LocationProvider = void (*)(Location& out);
+void set_location_provider(LocationProvider p);
+
+// Captures the current location (frame-pointer walk; terra and code linked to terra::terra are
+// compiled with -fno-omit-frame-pointer).
+void capture_location(Location& out);
+
+}  // namespace terra::trace

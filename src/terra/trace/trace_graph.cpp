@@ -1,0 +1,383 @@
+#include "terra/trace/trace_graph.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace terra::trace {
+
+std::string Source::str() const {
+  std::ostringstream os;
+  switch (kind) {
+    case Op: os << "node " << node << ":" << out << (age ? " (" + std::to_string(age) + " executions ago)" : ""); break;
+    case Variable: os << "variable #" << var_id; break;
+    case External: os << "external"; break;
+  }
+  return os.str();
+}
+
+bool Node::has_succ(const Node* n) const { return std::find(succ.begin(), succ.end(), n) != succ.end(); }
+
+std::string Node::label() const {
+  switch (kind) {
+    case Start: return "start";
+    case End: return "end";
+    case Loop: return "loop " + std::to_string(id);
+    case OpCall: return std::string(op->name) + (attrs.empty() ? "" : "(" + attrs.str() + ")");
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- Cursor
+
+Cursor::Cursor(TraceGraph& g, bool strict) : g_(g), strict_(strict) {
+  frames_.push_back({g.root_.get(), g.root_->start, 1, {}});
+  exec_count_.assign(g.num_nodes(), 0);
+}
+
+bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l) const {
+  for (const Node* ch : loop->body->start->succ) {
+    if (ch->matches(op, a, l)) return true;
+    if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l)) return true;
+  }
+  return false;
+}
+
+static int64_t fixed_trips(const Node* loop) {
+  return loop->trip_counts.size() == 1 ? *loop->trip_counts.begin() : -1;
+}
+
+Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* ev) {
+  if (exec_count_.size() < g_.num_nodes()) exec_count_.resize(g_.num_nodes(), 0);
+  for (;;) {
+    Frame& f = frames_.back();
+    for (Node* ch : f.cur->succ)
+      if (ch->matches(op, a, l)) {
+        if (ev) ev->push_back({Event::Edge, f.cur, ch});
+        f.cur = ch;
+        f.path.push_back(ch);
+        exec_count_[ch->id]++;
+        return ch;
+      }
+    Node* entered = nullptr;
+    for (Node* ch : f.cur->succ)
+      if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l)) {
+        entered = ch;
+        break;
+      }
+    if (entered) {
+      if (ev) ev->push_back({Event::Edge, f.cur, entered});
+      f.cur = entered;
+      f.path.push_back(entered);
+      frames_.push_back({entered->body.get(), entered->body->start, 1, {}});
+      continue;
+    }
+    Region* r = f.region;
+    if (r->owner && f.cur->has_succ(r->end)) {
+      Node* loop = r->owner;
+      int64_t fixed = strict_ ? fixed_trips(loop) : -1;
+      bool again = false;
+      for (Node* ch : r->start->succ)
+        again |= ch->matches(op, a, l) || (ch->kind == Node::Loop && loop_accepts(ch, op, a, l));
+      if (again) {
+        if (fixed >= 0 && f.iteration >= fixed) return nullptr;  // more iterations than every trace had
+        if (ev) ev->push_back({Event::LoopIterate, f.cur, loop});
+        f.iteration++;
+        f.cur = r->start;
+        f.path.clear();
+        continue;
+      }
+      if (fixed >= 0 && f.iteration != fixed) return nullptr;
+      if (ev) ev->push_back({Event::LoopExit, f.cur, loop, f.iteration});
+      frames_.pop_back();
+      continue;
+    }
+    return nullptr;
+  }
+}
+
+bool Cursor::can_finish() const {
+  for (size_t i = frames_.size(); i-- > 0;) {
+    const Frame& f = frames_[i];
+    if (!f.cur->has_succ(f.region->end)) return false;
+    if (f.region->owner && strict_) {
+      int64_t fixed = fixed_trips(f.region->owner);
+      if (fixed >= 0 && f.iteration != fixed) return false;
+    }
+  }
+  return true;
+}
+
+void Cursor::finish(std::vector<Event>* ev) {
+  while (frames_.size() > 1) {
+    Frame& f = frames_.back();
+    if (ev) ev->push_back({Event::LoopExit, f.cur, f.region->owner, f.iteration});
+    frames_.pop_back();
+  }
+  if (ev) ev->push_back({Event::Edge, frames_[0].cur, frames_[0].region->end});
+}
+
+// ---------------------------------------------------------------- TraceGraph
+
+TraceGraph::TraceGraph() : root_(std::make_unique<Region>()) {
+  root_->start = new_node(root_.get(), Node::Start);
+  root_->end = new_node(root_.get(), Node::End);
+}
+
+Node* TraceGraph::new_node(Region* r, Node::Kind k) {
+  auto n = std::make_unique<Node>();
+  n->kind = k;
+  n->id = uint32_t(nodes_.size());
+  n->region = r;
+  nodes_.push_back(n.get());
+  r->nodes.push_back(std::move(n));
+  return nodes_.back();
+}
+
+void TraceGraph::link(Node* a, Node* b) {
+  if (a->has_succ(b)) return;
+  a->succ.push_back(b);
+  b->pred.push_back(a);
+}
+
+bool TraceGraph::reaches(const Node* from, const Node* to) const {
+  std::vector<const Node*> stack{from};
+  std::unordered_set<const Node*> seen{from};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (n == to) return true;
+    for (const Node* s : n->succ)
+      if (seen.insert(s).second) stack.push_back(s);
+  }
+  return false;
+}
+
+// Folds path[k..] of the top frame into a loop node, if that segment is a chain nothing else
+// enters or leaves; leaves the cursor at the start of the loop's second iteration.
+Node* TraceGraph::try_collapse_loop(Cursor& c, size_t k) {
+  Cursor::Frame& f = c.frames_.back();
+  Region* r = f.region;
+  std::vector<Node*> seg(f.path.begin() + long(k), f.path.end());
+  if (seg.empty() || seg.back() != f.cur) return nullptr;
+  std::unordered_set<Node*> in(seg.begin(), seg.end());
+  Node* first = seg.front();
+  Node* last = seg.back();
+  if (first->pred.size() != 1) return nullptr;
+  Node* p = first->pred[0];
+  if (in.count(p)) return nullptr;
+  if (!last->succ.empty()) return nullptr;
+  for (Node* n : seg) {
+    for (Node* q : n->pred)
+      if (n != first && !in.count(q)) return nullptr;
+    for (Node* s : n->succ)
+      if (!in.count(s)) return nullptr;
+  }
+  Node* loop = new_node(r, Node::Loop);
+  loop->body = std::make_unique<Region>();
+  Region* body = loop->body.get();
+  body->owner = loop;
+  body->start = new_node(body, Node::Start);
+  body->end = new_node(body, Node::End);
+  for (Node* n : seg) {
+    auto it = std::find_if(r->nodes.begin(), r->nodes.end(), [&](auto& u) { return u.get() == n; });
+    body->nodes.push_back(std::move(*it));
+    r->nodes.erase(it);
+    n->region = body;
+  }
+  std::replace(p->succ.begin(), p->succ.end(), first, loop);
+  loop->pred = {p};
+  first->pred = {body->start};
+  body->start->succ = {first};
+  last->succ = {body->end};
+  body->end->pred = {last};
+  f.path.resize(k);
+  f.path.push_back(loop);
+  f.cur = loop;
+  c.frames_.push_back({body, body->start, 2, {}});
+  c.exec_count_.resize(nodes_.size(), 0);
+  return loop;
+}
+
+Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
+  changed = true;
+  // A call whose location is already on the current path (this region or an enclosing one)
+  // closes a loop: the path from that node to here is one iteration.
+  for (size_t fi = c.frames_.size(); fi-- > 0;) {
+    auto& path = c.frames_[fi].path;
+    size_t k = path.size();
+    for (size_t i = 0; i < path.size(); ++i)
+      if (path[i]->matches(rec.op, rec.attrs, rec.loc)) {
+        k = i;
+        break;
+      }
+    if (k == path.size()) continue;
+    while (c.frames_.size() > fi + 1) {  // leave inner loops: this call is past them
+      Cursor::Frame& in = c.frames_.back();
+      link(in.cur, in.region->end);
+      in.region->owner->trip_counts.insert(in.iteration);
+      c.frames_.pop_back();
+    }
+    if (try_collapse_loop(c, k)) {
+      Node* n = c.match(rec.op, rec.attrs, rec.loc, nullptr);
+      if (!n) throw std::runtime_error("[trace] internal: a collapsed loop does not accept its own head");
+      return n;
+    }
+    break;
+  }
+  Cursor::Frame& f = c.frames_.back();
+  Node* target = nullptr;
+  for (auto& u : f.region->nodes)  // merge back into an existing node that is not an ancestor
+    if (u->matches(rec.op, rec.attrs, rec.loc) && u.get() != f.cur && !reaches(u.get(), f.cur)) {
+      target = u.get();
+      break;
+    }
+  if (!target) {
+    target = new_node(f.region, Node::OpCall);
+    target->op = rec.op;
+    target->attrs = rec.attrs;
+    target->loc = rec.loc;
+    target->sources.resize(rec.inputs.size());
+    target->num_outputs = uint32_t(rec.out_meta.size());
+    target->fetched.assign(rec.out_meta.size(), false);
+  }
+  link(f.cur, target);
+  f.cur = target;
+  f.path.push_back(target);
+  c.exec_count_.resize(nodes_.size(), 0);
+  c.exec_count_[target->id]++;
+  return target;
+}
+
+Source to_source(const RecordSource& rs, const std::vector<uint32_t>& rec_node, const std::vector<uint32_t>& rec_exec,
+                 const std::vector<uint32_t>& exec_count) {
+  Source s;
+  if (rs.external) {
+    s.kind = Source::Variable;
+    s.var_id = rs.tensor->id;
+    return s;
+  }
+  s.kind = Source::Op;
+  s.node = rec_node[rs.rec];
+  s.out = rs.out;
+  s.age = exec_count[s.node] - 1 - rec_exec[rs.rec];
+  return s;
+}
+
+bool add_source(Node& n, size_t input, const Source& s, const std::shared_ptr<TensorImpl>& var) {
+  auto& set = n.sources[input];
+  if (std::find(set.begin(), set.end(), s) != set.end()) return false;
+  if (s.kind == Source::Op) {
+    set.push_back(s);
+    return true;
+  }
+  bool has_external = std::any_of(set.begin(), set.end(), [](auto& x) { return x.kind == Source::External; });
+  if (has_external) return false;  // an external feed subsumes any particular tensor
+  bool other_var = std::any_of(set.begin(), set.end(), [](auto& x) { return x.kind == Source::Variable; });
+  if (s.kind == Source::Variable && !other_var) {
+    set.push_back(s);
+    n.variables.push_back(var);
+    return true;
+  }
+  // A different tensor each trace: host data, fed every step.
+  std::erase_if(set, [](auto& x) { return x.kind == Source::Variable; });
+  set.push_back(Source{Source::External});
+  return true;
+}
+
+bool TraceGraph::merge(const Trace& t, std::string* why) {
+  bool changed = empty();
+  auto note = [&](bool ch, const std::string& what) {
+    if (ch && why && why->empty()) *why = what;
+    changed |= ch;
+  };
+  if (changed) note(true, "first trace");
+  Cursor c(*this, false);
+  std::vector<uint32_t> rec_node(t.records.size()), rec_exec(t.records.size());
+  std::vector<Cursor::Event> ev;
+  auto note_exits = [&] {
+    for (auto& e : ev)
+      if (e.kind == Cursor::Event::LoopExit)
+        note(const_cast<Node*>(e.to)->trip_counts.insert(e.iteration).second,
+             "new trip count " + std::to_string(e.iteration) + " of loop " + std::to_string(e.to->id));
+    ev.clear();
+  };
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const Record& r = t.records[i];
+    Node* n = c.match(r.op, r.attrs, r.loc, &ev);
+    note_exits();
+    if (!n) {
+      bool ch = false;
+      n = extend(c, r, ch);
+      note(ch, std::string("new call ") + r.op->name + " at record " + std::to_string(i));
+    }
+    rec_node[i] = n->id;
+    rec_exec[i] = c.exec_count()[n->id] - 1;
+    for (size_t k = 0; k < r.inputs.size(); ++k) {
+      Source s = to_source(r.inputs[k], rec_node, rec_exec, c.exec_count());
+      note(add_source(*n, k, s, r.inputs[k].tensor),
+           "new source " + s.str() + " for input " + std::to_string(k) + " of node " + std::to_string(n->id));
+    }
+    for (size_t k = 0; k < r.fetched.size(); ++k)
+      if (r.fetched[k] && !n->fetched[k]) {
+        n->fetched[k] = true;
+        note(true, "new fetch point at node " + std::to_string(n->id));
+      }
+  }
+  // End of the step: close open loops and take an edge to end.
+  while (c.frames_.size() > 1) {
+    Cursor::Frame& f = c.frames_.back();
+    if (!f.cur->has_succ(f.region->end)) {
+      link(f.cur, f.region->end);
+      note(true, "new loop exit");
+    }
+    note(f.region->owner->trip_counts.insert(f.iteration).second, "new trip count at step end");
+    c.frames_.pop_back();
+  }
+  Cursor::Frame& f = c.frames_.back();
+  if (!f.cur->has_succ(f.region->end)) {
+    link(f.cur, f.region->end);
+    note(true, "new end of step");
+  }
+  return changed;
+}
+
+static void dot_region(std::ostringstream& os, const Region& r) {
+  for (auto& n : r.nodes) {
+    if (n->kind == Node::Loop) {
+      os << "  subgraph cluster_" << n->id << " {\n  label=\"loop " << n->id << " trips {";
+      bool first = true;
+      for (auto t : n->trip_counts) {
+        os << (first ? "" : ",") << t;
+        first = false;
+      }
+      os << "}\";\n";
+      dot_region(os, *n->body);
+      os << "  }\n";
+      os << "  n" << n->id << " [shape=doubleoctagon,label=\"loop " << n->id << "\"];\n";
+      os << "  n" << n->id << " -> n" << n->body->start->id << " [style=dotted];\n";
+    } else {
+      std::string lbl = n->label();
+      for (auto& ch : lbl)
+        if (ch == '"') ch = '\'';
+      bool fetch = std::find(n->fetched.begin(), n->fetched.end(), true) != n->fetched.end();
+      bool feed = false;
+      for (auto& set : n->sources)
+        for (auto& s : set) feed |= s.kind == Source::External;
+      os << "  n" << n->id << " [label=\"" << n->id << ": " << lbl << (feed ? " [feed]" : "")
+         << (fetch ? " [fetch]" : "") << "\"" << (n->kind == Node::OpCall ? "" : ",shape=box") << "];\n";
+    }
+    for (Node* s : n->succ) os << "  n" << n->id << " -> n" << s->id << ";\n";
+  }
+}
+
+std::string TraceGraph::dot() const {
+  std::ostringstream os;
+  os << "digraph TraceGraph {\n";
+  dot_region(os, *root_);
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace terra::trace
