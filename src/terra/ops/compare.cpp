@@ -131,21 +131,30 @@ void kernel_where(const KernelArgs& k) {
     if (cpu::dense(c, n) && o.is_contiguous()) {
       if (cpu::dense(a, n) && cpu::dense(b, n)) {
         cpu::parallel_for(n, cpu::kGrain, [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+          for (int64_t i = s; i < e; ++i) {
+            const T x = pa[i], y = pb[i];  // both loaded: a select, not a branch
+            po[i] = pc[i] ? x : y;
+          }
         });
         return;
       }
       if (cpu::dense(a, n) && b.numel == 1) {
         const T v = pb[0];
         cpu::parallel_for(n, cpu::kGrain, [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) po[i] = pc[i] ? pa[i] : v;
+          for (int64_t i = s; i < e; ++i) {
+            const T x = pa[i];
+            po[i] = pc[i] ? x : v;
+          }
         });
         return;
       }
       if (a.numel == 1 && cpu::dense(b, n)) {
         const T v = pa[0];
         cpu::parallel_for(n, cpu::kGrain, [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) po[i] = pc[i] ? v : pb[i];
+          for (int64_t i = s; i < e; ++i) {
+            const T y = pb[i];
+            po[i] = pc[i] ? v : y;
+          }
         });
         return;
       }

@@ -1,4 +1,4 @@
-// pow, sqrt, rsqrt, exp, log, abs, sign, clamp, maximum, minimum.
+// pow, sqrt, rsqrt, log, abs, sign, clamp, maximum, minimum.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -103,7 +103,7 @@ std::vector<Tensor> grad_pow_scalar(const GradArgs& g) {
 const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs, .infer = infer_pow_scalar,
                        .kernel = kernel_pow_scalar, .grad = grad_pow_scalar};
 
-// ---- sqrt, rsqrt, exp, log ----
+// ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
 std::vector<TensorMeta> infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
 void kernel_sqrt(const KernelArgs& k) { float_unary(k, [](auto a) { return std::sqrt(a); }); }
 std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
@@ -120,11 +120,6 @@ std::vector<Tensor> grad_rsqrt(const GradArgs& g) {
 const OpDef kRsqrt{.name = "rsqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_rsqrt,
                    .kernel = kernel_rsqrt, .grad = grad_rsqrt};
 
-std::vector<TensorMeta> infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("exp", in); }
-void kernel_exp(const KernelArgs& k) { float_unary(k, [](auto a) { return std::exp(a); }); }
-std::vector<Tensor> grad_exp(const GradArgs& g) { return {mul(g.grad_out[0], g.out[0])}; }
-const OpDef kExp{.name = "exp", .flags = kElementwise | kSaveOutputs, .infer = infer_exp, .kernel = kernel_exp,
-                 .grad = grad_exp};
 
 std::vector<TensorMeta> infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
 void kernel_log(const KernelArgs& k) { float_unary(k, [](auto a) { return std::log(a); }); }
@@ -214,7 +209,7 @@ const OpDef kMaximum{.name = "maximum", .flags = kElementwise | kSaveInputs, .in
 const OpDef kMinimum{.name = "minimum", .flags = kElementwise | kSaveInputs, .infer = infer_minimum,
                      .kernel = kernel_minimum, .grad = grad_minimum};
 
-OpRegistrar r1(kPow), r2(kPowScalar), r3(kSqrt), r4(kRsqrt), r5(kExp), r6(kLog), r7(kAbs), r8(kSign), r9(kClamp),
+OpRegistrar r1(kPow), r2(kPowScalar), r3(kSqrt), r4(kRsqrt), r6(kLog), r7(kAbs), r8(kSign), r9(kClamp),
     r10(kMaximum), r11(kMinimum);
 
 Tensor binary(const OpDef& op, Tensor a, Tensor b) {
@@ -239,7 +234,6 @@ Tensor pow(const Tensor& base, double exponent) {
 }
 Tensor sqrt(const Tensor& x) { need("sqrt", x); return dispatch1(kSqrt, {floating(x)}); }
 Tensor rsqrt(const Tensor& x) { need("rsqrt", x); return dispatch1(kRsqrt, {floating(x)}); }
-Tensor exp(const Tensor& x) { need("exp", x); return dispatch1(kExp, {floating(x)}); }
 Tensor log(const Tensor& x) { need("log", x); return dispatch1(kLog, {floating(x)}); }
 Tensor abs(const Tensor& x) { return dispatch1(kAbs, {x}); }
 Tensor sign(const Tensor& x) { return dispatch1(kSign, {x}); }
