@@ -42,7 +42,12 @@ void bind_creation(py::module_& m) {
      py::arg("dtype") = py::none(), py::arg("requires_grad") = false);
   m.def("scalar_tensor", [](double v, py::object dtype) { return scalar_tensor(v, dtype_or(dtype, DType::Float32)); },
         py::arg("value"), py::kw_only(), py::arg("dtype") = py::none());
-  for (const char* n : {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "scalar_tensor"})
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, py::object dtype, bool rg) {
+    return finish(eye(n, mm ? *mm : -1, dtype_or(dtype, DType::Float32)), rg);
+  }, py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
+     py::arg("requires_grad") = false);
+  for (const char* n : {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "scalar_tensor",
+                        "eye"})
     expose(m, n);
 }
 

@@ -2,7 +2,5 @@
 #include "binding.h"
 
 namespace terra::python {
-void bind_nn(py::module_&) {}
-void bind_optim(py::module_&) {}
 void bind_engine(py::module_&) {}
 }  // namespace terra::python
