@@ -1,14 +1,16 @@
 // Demo: trains an MLP (784-256-256-10 by default) with SGD + momentum on generated classification
 // data and prints one line per epoch: epoch, mean loss, train accuracy, steps/s.
 //
-//   train_mlp [--epochs N] [--batch N] [--hidden N] [--steps-per-epoch N] [--lr X] [--seed N]
+//   train_mlp [--mode eager|coexec|lazy] [--epochs N] [--batch N] [--hidden N] [--steps-per-epoch N]
+//             [--lr X] [--seed N]
 //
-// The training step is one function (train_step) and the epoch loop another (run_epoch), so an
-// execution mode can wrap each step without touching the model code.
+// The training step is one function (train_step) and the epoch loop another (run_epoch); the
+// engine wraps each step, so switching --mode changes nothing else in the program.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct Options {
   int64_t classes = 10;
   double lr = 0.01;
   uint64_t seed = 0;
+  Mode mode = Mode::Eager;
 };
 
 Options parse(int argc, char** argv) {
@@ -39,7 +42,8 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (!std::strcmp(argv[i], "--epochs")) o.epochs = std::atoll(next("--epochs"));
+    if (!std::strcmp(argv[i], "--mode")) o.mode = parse_mode(next("--mode"));
+    else if (!std::strcmp(argv[i], "--epochs")) o.epochs = std::atoll(next("--epochs"));
     else if (!std::strcmp(argv[i], "--batch")) o.batch = std::atoll(next("--batch"));
     else if (!std::strcmp(argv[i], "--hidden")) o.hidden = std::atoll(next("--hidden"));
     else if (!std::strcmp(argv[i], "--steps-per-epoch")) o.steps_per_epoch = std::atoll(next("--steps-per-epoch"));
@@ -108,7 +112,8 @@ struct EpochStats {
   double loss, accuracy, steps_per_s;
 };
 
-EpochStats run_epoch(nn::Module& model, optim::Optimizer& opt, const Dataset& data, const Options& o) {
+EpochStats run_epoch(Engine& engine, nn::Module& model, optim::Optimizer& opt, const Dataset& data,
+                     const Options& o) {
   model.train();
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
@@ -117,7 +122,11 @@ EpochStats run_epoch(nn::Module& model, optim::Optimizer& opt, const Dataset& da
     int64_t begin = s * o.batch;
     Tensor x = data.x.slice(0, begin, begin + o.batch);
     Tensor y = data.y.slice(0, begin, begin + o.batch);
-    StepResult r = train_step(model, opt, x, y);
+    StepResult r;
+    {
+      auto step = engine.step();  // one iteration = one trace
+      r = train_step(model, opt, x, y);
+    }
     loss_sum += r.loss;
     correct += r.correct;
     seen += o.batch;
@@ -128,20 +137,27 @@ EpochStats run_epoch(nn::Module& model, optim::Optimizer& opt, const Dataset& da
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
   manual_seed(o.seed);
   Dataset data = make_dataset(o);
   Mlp model(o.in_features, o.hidden, o.classes);
   optim::SGD opt(model.parameters(), o.lr, /*momentum=*/0.9);
-  std::printf("train_mlp: MLP %lld-%lld-%lld-%lld, batch %lld, %lld steps/epoch, SGD lr %g momentum 0.9\n",
-              (long long)o.in_features, (long long)o.hidden, (long long)o.hidden, (long long)o.classes,
-              (long long)o.batch, (long long)o.steps_per_epoch, o.lr);
+  Engine engine(o.mode);
+  std::printf("train_mlp: mode %s, MLP %lld-%lld-%lld-%lld, batch %lld, %lld steps/epoch, SGD lr %g momentum 0.9\n",
+              mode_name(o.mode), (long long)o.in_features, (long long)o.hidden, (long long)o.hidden,
+              (long long)o.classes, (long long)o.batch, (long long)o.steps_per_epoch, o.lr);
   for (int64_t e = 1; e <= o.epochs; ++e) {
-    EpochStats st = run_epoch(model, opt, data, o);
+    EpochStats st = run_epoch(engine, model, opt, data, o);
     std::printf("epoch %lld  loss %.4f  accuracy %.3f  steps/s %.1f\n", (long long)e, st.loss, st.accuracy,
                 st.steps_per_s);
     std::fflush(stdout);
   }
+  Stats s = engine.stats();
+  std::printf("engine: steps %lld traces %lld fallbacks %lld graph_generations %lld\n", (long long)s.steps,
+              (long long)s.traces, (long long)s.fallbacks, (long long)s.graph_generations);
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "train_mlp: %s\n", e.what());
+  return 1;
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The full check CI runs (.ci/run): dependencies, Release build + all tests, the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then install and build/run the downstream
+# find_package example against the installed copy. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+source scripts/deps.sh
+terra_install_deps
+
+JOBS=${TERRA_JOBS:-2}
+export OMP_WAIT_POLICY=PASSIVE
+start=$(date +%s)
+stage() { echo; echo "== $* ($(( $(date +%s) - start ))s)"; }
+
+stage "Release build (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$JOBS"
+
+stage "Release tests"
+(cd build && ctest --output-on-failure -j2)
+
+stage "Sanitizer build (build-asan/: ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERRA_SANITIZE=ON \
+  -DTERRA_BUILD_BENCH=OFF -DTERRA_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-asan -j "$JOBS" --target terra_tests
+
+stage "Sanitizer tests"
+# detect_leaks=0: LeakSanitizer reports the thread-local arenas libgomp and oneDNN keep for the
+# life of the process, which are not leaks of ours.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2)
+
+# ---- Python tests hook (owned by the Python binding engineer) ---------------------------------
+# If python/ has tests, build the binding and run them here.
+# ---- end of Python tests hook ------------------------------------------------------------------
+
+stage "Install + downstream find_package example"
+PREFIX=$(mktemp -d)
+trap 'rm -rf "$PREFIX"' EXIT
+cmake --install build --prefix "$PREFIX" >/dev/null
+cmake -S examples/downstream -B "$PREFIX/downstream-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$PREFIX" >/dev/null
+cmake --build "$PREFIX/downstream-build"
+"$PREFIX/downstream-build/downstream"
+
+stage "all checks passed"
