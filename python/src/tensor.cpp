@@ -80,6 +80,17 @@ py::tuple shape_tuple(const Tensor& t) {
   return s;
 }
 
+// mul_/div_ have no gradient in terra (their gradient needs the overwritten value), and the
+// dispatcher does not refuse them on tensors that require grad: the gradient would silently be
+// wrong. Refuse here, loudly, until the core does.
+void no_grad_inplace(const char* op, const Tensor& self, const Tensor* other = nullptr) {
+  if (!grad_enabled()) return;
+  if (self.requires_grad() || (other && other->requires_grad()))
+    throw std::invalid_argument(std::string("[") + op + "] in-place " + op +
+                                " on a tensor that requires grad has no gradient in terra; write x = x " +
+                                (op[0] == 'm' ? "*" : "/") + " y, or use terra.no_grad()");
+}
+
 [[noreturn]] void index_error(const std::string& msg) { throw py::index_error(msg); }
 
 // x[idx]: ints select, slices slice (positive steps), None unsqueezes, ... expands.
@@ -237,10 +248,13 @@ void bind_tensor(py::module_& m) {
       .def("add_", [](const Tensor& t, double v) { return t.add_(v); })
       .def("sub_", [](const Tensor& t, const Tensor& o) { return t.sub_(o); })
       .def("sub_", [](const Tensor& t, double v) { return t.add_(-v); })
-      .def("mul_", [](const Tensor& t, const Tensor& o) { return t.mul_(o); })
-      .def("mul_", [](const Tensor& t, double v) { return t.mul_(v); })
-      .def("div_", [](const Tensor& t, const Tensor& o) { return t.div_(o); })
-      .def("div_", [](const Tensor& t, double v) { return t.div_(scalar_like(t, v)); })
+      .def("mul_", [](const Tensor& t, const Tensor& o) { no_grad_inplace("mul_", t, &o); return t.mul_(o); })
+      .def("mul_", [](const Tensor& t, double v) { no_grad_inplace("mul_", t); return t.mul_(v); })
+      .def("div_", [](const Tensor& t, const Tensor& o) { no_grad_inplace("div_", t, &o); return t.div_(o); })
+      .def("div_", [](const Tensor& t, double v) {
+        no_grad_inplace("div_", t);
+        return t.div_(scalar_like(t, v));
+      })
       .def("copy_", [](const Tensor& t, const Tensor& s) { return t.copy_(s); })
       .def("zero_", [](const Tensor& t) { return t.zero_(); })
       .def("fill_", [](const Tensor& t, double v) { return t.fill_(v); })
@@ -271,10 +285,16 @@ void bind_tensor(py::module_& m) {
       .def("__iadd__", [](const Tensor& a, double b) { return a.add_(b); }, py::is_operator())
       .def("__isub__", [](const Tensor& a, const Tensor& b) { return a.sub_(b); }, py::is_operator())
       .def("__isub__", [](const Tensor& a, double b) { return a.add_(-b); }, py::is_operator())
-      .def("__imul__", [](const Tensor& a, const Tensor& b) { return a.mul_(b); }, py::is_operator())
-      .def("__imul__", [](const Tensor& a, double b) { return a.mul_(b); }, py::is_operator())
-      .def("__itruediv__", [](const Tensor& a, const Tensor& b) { return a.div_(b); }, py::is_operator())
-      .def("__itruediv__", [](const Tensor& a, double b) { return a.div_(scalar_like(a, b)); }, py::is_operator());
+      .def("__imul__", [](const Tensor& a, const Tensor& b) { no_grad_inplace("mul_", a, &b); return a.mul_(b); },
+           py::is_operator())
+      .def("__imul__", [](const Tensor& a, double b) { no_grad_inplace("mul_", a); return a.mul_(b); },
+           py::is_operator())
+      .def("__itruediv__", [](const Tensor& a, const Tensor& b) { no_grad_inplace("div_", a, &b); return a.div_(b); },
+           py::is_operator())
+      .def("__itruediv__", [](const Tensor& a, double b) {
+        no_grad_inplace("div_", a);
+        return a.div_(scalar_like(a, b));
+      }, py::is_operator());
 
   m.def("_from_numpy", [](py::array a, py::object dtype) { return from_numpy(a, dtype_from_object(dtype)); },
         py::arg("array"), py::arg("dtype"), "A fresh tensor holding a copy of the array, cast to dtype.");
