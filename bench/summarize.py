@@ -34,9 +34,11 @@ def medians(gb):
     return out
 
 
-def find(rows, prefix):
+def find(rows, key):
+    """The row named `key` or `key/...` (Google Benchmark appends /iterations:N, /real_time, ...)."""
+    key = key.rstrip("/")
     for name, r in rows.items():
-        if name.startswith(prefix):
+        if name == key or name.startswith(key + "/"):
             return r
     return None
 
@@ -78,7 +80,7 @@ def main(d):
     print("\n[dispatch]  eager C++, t=1  (target: 1-element add <= 1 us)")
     t1 = torch[1] or {}
     tdisp = t1.get("dispatch", {})
-    print(f"  add, 1 element                  {f(get(disp, 'BM_Add1/', 's_per_op', us) or get(disp, 'BM_Add1', 's_per_op', us), '{:.3f}')} us"
+    print(f"  add, 1 element                  {f(get(disp, 'BM_Add1', 's_per_op', us), '{:.3f}')} us"
           f"      torch.add from Python: {f(tdisp.get('add1_s') and tdisp['add1_s'] * us, '{:.2f}')} us")
     print(f"  add, 1 element, input needs grad {f(get(disp, 'BM_Add1Grad', 's_per_op', us), '{:.3f}')} us")
     print(f"  add_ in place, 1 element        {f(get(disp, 'BM_AddInplace1', 's_per_op', us), '{:.3f}')} us")
@@ -176,10 +178,20 @@ def main(d):
         c = mlp_ctx[t]
         items = [f"{k}: {v}" for k, v in sorted(c.items()) if k.startswith("check_")]
         print(f"  t={t}: " + ("; ".join(items) if items else "n/a"))
+    bad = sorted({k for t in (1, 2) for k, v in mlp_ctx[t].items()
+                  if k.startswith("check_") and not str(v).startswith("ok")})
+    if bad:
+        print(f"  WARNING: {', '.join(bad)} failed: those modes' steps/s are NOT valid measurements of a correct")
+        print("           run (see tests/runtime/repro_bench_twolayer_test.cpp)")
     for t in (1, 2):
         if torch[t]:
+            bl = torch[t].get("blas", {})
             print(f"  torch {torch[t].get('torch')} threads={torch[t].get('threads')}, memory method "
-                  f"{(torch[t].get('mlp') or [{}])[0].get('rss_method')}")
+                  f"{(torch[t].get('mlp') or [{}])[0].get('rss_method')}; BLAS {bl.get('blas_libs')} "
+                  f"torch.mm n=512 {f(bl.get('mm512_gflops'))} GFLOP/s")
+            if bl.get("mm512_gflops") is not None and bl["mm512_gflops"] < 20:
+                print("           (reference netlib BLAS: torch's Linear is far below normal; terra/torch ratios for"
+                      " the MLP overstate terra)")
     print(f"  repetitions per benchmark: {reps}")
 
 

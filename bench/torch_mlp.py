@@ -11,6 +11,9 @@ Memory (CPU torch has no allocator statistics): rss_delta_B = peak RSS (VmHWM, r
 setup -- the same measure as terra's rss_delta_B. Falls back to resource.getrusage ru_maxrss
 deltas if clear_refs is not writable (then it only shows growth beyond the earlier peak).
 
+Also reports which BLAS torch loaded and torch.mm's GFLOP/s at n=512: Debian's torch runs Linear on
+the system libblas.so.3, which is the slow netlib reference BLAS unless OpenBLAS is installed.
+
 Also measures torch.add on 1-element tensors and a forward+backward chain per op, from Python
 (Python interpreter cost included, unlike terra's C++ numbers).
 
@@ -20,6 +23,7 @@ import argparse
 import ctypes
 import gc
 import json
+import os
 import resource
 import statistics
 import time
@@ -99,6 +103,24 @@ def mlp(batch, chunk, reps, warm):
             "persistent_tensor_B": tensor_bytes}
 
 
+def blas_info(reps):
+    """Which BLAS torch loaded (Debian's torch calls the system libblas.so.3 for Linear) and its speed."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if "blas" in path or "mkl" in path:
+                libs.add(os.path.realpath(path))
+    a, b = torch.randn(512, 512), torch.randn(512, 512)
+    torch.mm(a, b)
+    rates = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        rates.append(2 * 512 ** 3 / (time.perf_counter() - t0) / 1e9)
+    return {"blas_libs": sorted(libs), "mm512_gflops": statistics.median(rates)}
+
+
 def dispatch(reps):
     a, b = torch.ones(1), torch.ones(1)
     out = {}
@@ -144,6 +166,7 @@ def main():
     for b in (int(s) for s in args.batches.split(",")):
         chunk = 80 if b == 16 else 40
         res["mlp"].append(mlp(b, chunk, args.reps, warm=10))
+    res["blas"] = blas_info(args.reps)
     if not args.no_dispatch:
         res["dispatch"] = dispatch(args.reps)
     print(json.dumps(res))
