@@ -11,3 +11,4 @@
 #include "terra/nn/linear.h"
 #include "terra/nn/module.h"
 #include "terra/nn/norm.h"
+#include "terra/nn/pool.h"

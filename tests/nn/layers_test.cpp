@@ -247,3 +247,20 @@ TEST(NnLayers, MultiheadAttentionKeyPaddingAndGradients) {
   mha(x, x, x, nn::MultiheadAttention::causal_mask(3)).sum().backward();
   for (const Tensor& p : mha.parameters()) EXPECT_TRUE(p.grad().defined());
 }
+
+TEST(NnLayers, PoolingLayersLeakyReluBatchNorm1d) {
+  Tensor x = arange(0, 16, 1, DType::Float32).reshape({1, 1, 4, 4});
+  expect_near(nn::MaxPool2d(2)(x), {5, 7, 13, 15});
+  expect_near(nn::AvgPool2d(2)(x), {2.5, 4.5, 10.5, 12.5});
+  expect_near(nn::AdaptiveAvgPool2d(1)(x), {7.5});
+  Tensor up = nn::Upsample(2)(tensor({1.f, 2.f, 3.f, 4.f}, {1, 1, 2, 2}));
+  expect_near(up, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+  expect_near(nn::LeakyReLU(0.1)(tensor({-2.f, 3.f}, {2})), {-0.2, 3});
+  nn::BatchNorm1d bn(2);
+  Tensor y = bn(tensor({1.f, 0.f, 3.f, 4.f}, {2, 2}));  // channel 0: 1, 3; channel 1: 0, 4
+  double s0 = std::sqrt(1.0 + 1e-5), s1 = std::sqrt(4.0 + 1e-5);
+  expect_near(y, {-1 / s0, -2 / s1, 1 / s0, 2 / s1}, 1e-4);
+  expect_near(bn.running_mean, {0.2, 0.2});
+  expect_near(bn.running_var, {0.9 + 0.2, 0.9 + 0.8});
+  EXPECT_THROW(bn(zeros({2, 2, 2, 2})), std::invalid_argument);
+}

@@ -8,6 +8,7 @@
 namespace terra::nn {
 
 Tensor ReLU::forward(const Tensor& x) { return terra::relu(x); }
+Tensor LeakyReLU::forward(const Tensor& x) { return terra::leaky_relu(x, negative_slope); }
 
 GELU::GELU(std::string approx) : approximate(std::move(approx)) {
   if (approximate != "none" && approximate != "tanh")

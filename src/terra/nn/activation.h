@@ -13,6 +13,14 @@ class ReLU : public Module {
   std::string name() const override { return "ReLU"; }
 };
 
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01) : negative_slope(negative_slope) {}
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "LeakyReLU"; }
+  double negative_slope;
+};
+
 // approximate: "none" (erf form) or "tanh", as torch.nn.GELU.
 class GELU : public Module {
  public:

@@ -28,6 +28,16 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return terra::batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
 }
 
+Tensor BatchNorm1d::forward(const Tensor& x) {
+  if (x.dim() != 2 && x.dim() != 3)
+    throw std::invalid_argument("[nn::BatchNorm1d] expected a 2-D [N, C] or 3-D [N, C, L] input, got " +
+                                shape_str(x.shape()));
+  if (x.shape()[1] != num_features)
+    throw std::invalid_argument("[nn::BatchNorm1d] input " + shape_str(x.shape()) + " has " +
+                                std::to_string(x.shape()[1]) + " channels, expected " + std::to_string(num_features));
+  return terra::batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
+}
+
 LayerNorm::LayerNorm(int64_t dim, double eps, bool affine) : LayerNorm(Shape{dim}, eps, affine) {}
 
 LayerNorm::LayerNorm(Shape shape, double eps, bool affine) : normalized_shape(std::move(shape)), eps(eps) {

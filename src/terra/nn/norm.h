@@ -1,4 +1,4 @@
-// Normalization layers: BatchNorm2d (running statistics as buffers) and LayerNorm.
+// Normalization layers: BatchNorm2d / BatchNorm1d (running statistics as buffers) and LayerNorm.
 #pragma once
 #include <cstdint>
 
@@ -19,6 +19,14 @@ class BatchNorm2d : public Module {
   double eps, momentum;
   Tensor weight, bias;                 // ones / zeros; undefined when affine = false
   Tensor running_mean, running_var;    // buffers: zeros / ones
+};
+
+// Input [N, C] or [N, C, L]; otherwise as BatchNorm2d.
+class BatchNorm1d : public BatchNorm2d {
+ public:
+  using BatchNorm2d::BatchNorm2d;
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "BatchNorm1d"; }
 };
 
 // Normalizes over the trailing dims given by normalized_shape.
