@@ -21,13 +21,16 @@ stage "Release tests"
 (cd build && ctest --output-on-failure -j2)
 
 stage "Sanitizer build (build-asan/: ASan + UBSan)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERRA_SANITIZE=ON \
+# -O1 (with asserts on): compiles much faster than -O3 and keeps sanitizer reports readable.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DTERRA_SANITIZE=ON \
   -DTERRA_BUILD_BENCH=OFF -DTERRA_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j "$JOBS" --target terra_tests
 
 stage "Sanitizer tests"
-# detect_leaks=0: LeakSanitizer reports the thread-local arenas libgomp and oneDNN keep for the
-# life of the process, which are not leaks of ours.
+# detect_leaks=0 for now: LeakSanitizer finds a real reference cycle in autograd (an op that saves
+# its output keeps it through Tensor::detach()'s `base` link: output -> grad_fn -> saved output ->
+# base -> output), so every forward of relu/softmax/norm layers without a backward leaks. Remove
+# this once the cycle is broken; no other leak reports appear (no libgomp/oneDNN noise).
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2)
 
 # ---- Python tests hook (owned by the Python binding engineer) ---------------------------------
