@@ -33,8 +33,11 @@ stage "Sanitizer tests"
 # this once the cycle is broken; no other leak reports appear (no libgomp/oneDNN noise).
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2)
 
-# ---- Python tests hook (owned by the Python binding engineer) ---------------------------------
-# If python/ has tests, build the binding and run them here.
+# ---- Python tests hook (scripts/test_python.sh belongs to the Python binding) ------------------
+if [ -f scripts/test_python.sh ] && [ -d tests/python ]; then
+  stage "Python binding tests (scripts/test_python.sh, build/)"
+  bash scripts/test_python.sh build
+fi
 # ---- end of Python tests hook ------------------------------------------------------------------
 
 stage "Install + downstream find_package example"
