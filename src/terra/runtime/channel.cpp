@@ -1,6 +1,8 @@
 #include "terra/runtime/channel.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 namespace terra::runtime {
 
@@ -33,7 +35,15 @@ void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
   if (auto c = cells[p].lock()) c->values = outs;
 }
 
+bool debug_protocol() {
+  static const bool on = std::getenv("TERRA_DEBUG_PROTOCOL") != nullptr;
+  return on;
+}
+
 void Channel::push(Message m) {
+  if (debug_protocol())
+    std::fprintf(stderr, "  host -> kind=%d id=%u seq=%llu value=%u\n", int(m.kind), m.id, (unsigned long long)m.seq,
+                 m.value);
   {
     std::lock_guard<std::mutex> g(mu_);
     q_.push_back(std::move(m));

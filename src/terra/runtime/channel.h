@@ -60,6 +60,9 @@ struct Message {
   std::shared_ptr<StepState> step;  // StepBegin
 };
 
+// TERRA_DEBUG_PROTOCOL=1 logs every message and runner action to stderr (engine debugging).
+bool debug_protocol();
+
 class Channel {
  public:
   void push(Message m);

@@ -229,6 +229,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     return trace_call(op, in, attrs, meta, rng, loc);
   }
   const std::vector<uint32_t>& exec = cursor_->exec_count();
+  if (debug_protocol()) std::fprintf(stderr, "host: seq %llu node %u %s\n", (unsigned long long)seq_, n->id, op.name);
   Message v;
   v.kind = Message::Validate;
   v.id = n->id;

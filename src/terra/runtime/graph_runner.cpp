@@ -1,6 +1,7 @@
 #include "terra/runtime/graph_runner.h"
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -106,6 +107,7 @@ Message GraphRunner::take_validate(uint32_t node) {
 void GraphRunner::run_region(const graph::Region& r) {
   for (const graph::Switch& sw : r.switches) {
     int c = sw.needs_select ? take_choice(sw.id) : 0;
+    if (debug_protocol()) std::fprintf(stderr, "runner: switch %u -> case %d\n", sw.id, c);
     if (c < 0) continue;
     for (const graph::Item& it : sw.cases[size_t(c)].block) {
       if (!it.is_loop) {
@@ -128,9 +130,12 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   std::vector<Tensor> in(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     auto& ring = env_[s.node];
-    if (s.age >= ring.size() || s.out >= ring[s.age].size())
+    // Ages count executions as the host sees them, the current one included; the runner has not
+    // pushed the current execution yet, so a node reading its own earlier output looks one closer.
+    size_t age = s.node == op.node ? s.age - 1 : s.age;
+    if (age >= ring.size() || s.out >= ring[age].size())
       throw std::runtime_error("[GraphRunner] internal: value of node " + std::to_string(s.node) + " is missing");
-    return ring[s.age][s.out];
+    return ring[age][s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const Input& x = op.inputs[i];
@@ -145,6 +150,7 @@ void GraphRunner::run_op(const graph::OpNode& op) {
       }
     }
   }
+  if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   std::vector<Tensor> outs = exec_.run_op(op, in, v.rng);
   auto& ring = env_[op.node];
   ring.push_front(outs);
