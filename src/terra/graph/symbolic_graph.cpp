@@ -104,7 +104,8 @@ struct Gen {
       for (size_t k = 0; k < sw.cases.size(); ++k)
         for (auto& e : sw.cases[k].control_edges)
           g.choices[SymbolicGraph::edge_key(e.first, e.second)].push_back({sw.id, uint32_t(k)});
-      g.switch_needs_select.push_back(sw.needs_select);
+      if (g.switch_needs_select.size() <= sw.id) g.switch_needs_select.resize(sw.id + 1);
+      g.switch_needs_select[sw.id] = sw.needs_select;  // by id: loop bodies numbered theirs first
       out->switches.push_back(std::move(sw));
     }
     return out;
