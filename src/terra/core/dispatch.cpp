@@ -23,7 +23,10 @@ ExecutorScope::~ExecutorScope() { t_executor = prev_; }
 
 std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
-  if (op.has(kView)) return {op.view(in[0], attrs)};
+  if (op.has(kView)) {
+    in[0].impl()->data();  // a pending value must exist before a view of it can point into it
+    return {op.view(in[0], attrs)};
+  }
   if (op.has(kInplace)) {
     std::vector<Tensor> out{in[0]};
     op.kernel(KernelArgs{in, out, attrs, rng});

@@ -25,8 +25,7 @@ Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
   v->strides = std::move(strides);
   v->offset = offset;
   v->dtype = src->dtype;
-  v->storage = src->storage;
-  v->pending = src->pending;
+  v->storage = src->storage;  // graph modes give host-side views of placeholders their own pending value
   v->base = src->base ? src->base : in.impl_ptr();
   return Tensor(std::move(v));
 }
