@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Terra's ten evaluation programs in every mode (eager, lazy, coexec) side by side with PyTorch:
+# installs what is missing, builds terra-bench (Release), runs bench/torch_programs.py and then
+# terra-bench --torch, which prints the combined table and checks that every mode's losses equal
+# eager's exactly. What the columns mean: docs/terra-bench.md.
+#
+#   scripts/bench_programs.sh --quick     # 4 programs, quick sizes, all modes + torch: < 5 min
+#   scripts/bench_programs.sh             # all ten programs, default sizes (the docs' full table)
+#   scripts/bench_programs.sh --programs gpt2,dcgan --steps 40 --warmup 10 --threads 1
+#
+# Options: --quick, --programs LIST|all, --modes LIST, --steps N, --warmup W, --seed S,
+#          --threads T (default: nproc), --no-torch, --no-plots.
+# Environment: TERRA_BENCH_BUILD (build dir, default build), TERRA_BENCH_SKIP_BUILD=1 (reuse the
+#              binary), TERRA_JOBS (build parallelism, default 2).
+# Results: $BUILD/bench-programs/{terra.csv,torch.csv,plots/*.png,terra-bench.txt}.
+# Exit status: terra-bench's (1 if a run failed or a mode's losses differ from eager's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${TERRA_BENCH_BUILD:-build}
+OUT="$BUILD/bench-programs"
+PY=/usr/bin/python3
+
+QUICK=0 PROGRAMS="" MODES=eager,lazy,coexec STEPS="" WARMUP="" SEED=0 THREADS=$(nproc) TORCH=1 PLOTS=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --programs) PROGRAMS=$2; shift ;;
+    --modes) MODES=$2; shift ;;
+    --steps) STEPS=$2; shift ;;
+    --warmup) WARMUP=$2; shift ;;
+    --seed) SEED=$2; shift ;;
+    --threads) THREADS=$2; shift ;;
+    --no-torch) TORCH=0 ;;
+    --no-plots) PLOTS=0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "bench_programs.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$QUICK" = 1 ]; then
+  PROGRAMS=${PROGRAMS:-resnet,gpt2,dropblock,faster_rcnn}
+  STEPS=${STEPS:-12}
+  WARMUP=${WARMUP:-4}
+else
+  PROGRAMS=${PROGRAMS:-all}
+  STEPS=${STEPS:-30}
+  WARMUP=${WARMUP:-10}
+fi
+start=$(date +%s)
+stage() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
+
+# ---- dependencies (apt, only when missing)
+source scripts/deps.sh
+terra_install_deps
+extra=()
+for p in libopenblas0-pthread python3-matplotlib; do
+  dpkg -s "$p" >/dev/null 2>&1 || extra+=("$p")
+done
+if [ ${#extra[@]} -gt 0 ]; then
+  stage "installing ${extra[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  alts=(libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu)
+  declare -A before=()
+  for a in "${alts[@]}"; do before[$a]=$(update-alternatives --query "$a" 2>/dev/null | sed -n 's/^Value: //p'); done
+  $sudo apt-get update >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${extra[@]}" >/dev/null
+  # Installing OpenBLAS makes it the system's libblas.so.3 (update-alternatives, priority 100). Put
+  # the previous choice back: only the torch run below uses OpenBLAS, through LD_LIBRARY_PATH.
+  for a in "${alts[@]}"; do
+    now=$(update-alternatives --query "$a" 2>/dev/null | sed -n 's/^Value: //p')
+    if [ -n "${before[$a]}" ] && [ "$now" != "${before[$a]}" ]; then
+      $sudo update-alternatives --set "$a" "${before[$a]}" >/dev/null
+    fi
+  done
+fi
+OPENBLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread
+
+# ---- build
+if [ -z "${TERRA_BENCH_SKIP_BUILD:-}" ]; then
+  stage "build terra-bench ($BUILD, Release)"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERRA_BUILD_PROGRAMS=ON >/dev/null
+  cmake --build "$BUILD" -j "${TERRA_JOBS:-2}" --target terra-bench >&2
+fi
+mkdir -p "$OUT"
+rm -f "$OUT/terra.csv" "$OUT/torch.csv"
+
+# ---- threads: the same count for torch and terra; passive OpenMP waiting (2 shared cores)
+export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
+quick_flag=()
+[ "$QUICK" = 1 ] && quick_flag=(--quick)
+
+torch_flag=()
+if [ "$TORCH" = 1 ]; then
+  stage "PyTorch: bench/torch_programs.py (threads $THREADS, OpenBLAS via LD_LIBRARY_PATH=$OPENBLAS_DIR)"
+  LD_LIBRARY_PATH=$OPENBLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PY" bench/torch_programs.py \
+    --programs "$PROGRAMS" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" --threads "$THREADS" \
+    "${quick_flag[@]}" --csv "$OUT/torch.csv"
+  torch_flag=(--torch "$OUT/torch.csv")
+fi
+
+plot_flag=()
+[ "$PLOTS" = 1 ] && plot_flag=(--plots "$OUT/plots")
+stage "terra-bench (threads $THREADS)"
+set +e
+"$BUILD/terra-bench" --programs "$PROGRAMS" --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" \
+  "${quick_flag[@]}" --csv "$OUT/terra.csv" "${torch_flag[@]}" "${plot_flag[@]}" | tee "$OUT/terra-bench.txt"
+status=${PIPESTATUS[0]}
+set -e
+stage "done (exit $status); results in $OUT"
+exit "$status"
