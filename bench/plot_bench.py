@@ -82,6 +82,7 @@ def plot_mpl(programs, series, sp, breakdown, out):
             if y:
                 ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.2f}", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylim(0, max([v for v in sp.values() if v] + [1.0]) * 1.3)  # room for the legend
     ax.set_xticks(range(len(programs)))
     ax.set_xticklabels(programs, rotation=30, ha="right")
     ax.set_ylabel("steps/s relative to terra eager")
@@ -102,6 +103,7 @@ def plot_mpl(programs, series, sp, breakdown, out):
                     bottom += d[k]
         ax.set_xticks(range(len(breakdown)))
         ax.set_xticklabels([p for p, _ in breakdown], rotation=30, ha="right")
+        ax.set_ylim(0, 125)
         ax.set_ylabel("% of the co-execution run's wall time")
         ax.set_title("co-execution: host (left) and GraphRunner (right) busy / stall (Terra Fig. 6)")
         ax.legend(fontsize=8, ncol=4)

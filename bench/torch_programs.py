@@ -15,7 +15,8 @@ Measures, per program:
                the host: a trace freezes one path), faster_rcnn (a fetched value decides a shape used
                later in the same step).
 steps/s = steady state over the steps after --warmup: (N - W) / (time of steps W..N-1), the same
-definition as terra-bench (torch on CPU is synchronous, so step boundaries are exact).
+definition as terra-bench (torch on CPU is synchronous, so step boundaries are exact); with
+--repeat R the median over R fresh runs (fresh model, same seed), as terra-bench --repeat.
 
 Threads: torch.set_num_threads(--threads); run with OMP_NUM_THREADS=--threads and
 OMP_WAIT_POLICY=PASSIVE (scripts/bench_programs.sh does). BLAS: Debian's torch calls the system
@@ -31,6 +32,7 @@ import csv
 import math
 import os
 import random
+import statistics
 import sys
 import time
 
@@ -765,6 +767,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or os.cpu_count())
     ap.add_argument("--no-jit", action="store_true", help="only torch_eager")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per program/framework; steps/s is their median")
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
     if args.warmup >= args.steps:
@@ -779,7 +782,8 @@ def main():
     impl = [b for b in blas if "libopenblas" in os.path.basename(b)] or [b for b in blas if "libblas" in b]
     blas_str = os.path.basename(os.path.dirname(impl[0])) + "/" + os.path.basename(impl[0]) if impl else "none loaded"
     print(f"torch {torch.__version__}: {torch.get_num_threads()} threads (OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')})",
+          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})",
           file=sys.stderr)
     print(f"torch BLAS: {blas_str} (loaded: {', '.join(blas)})" + ("" if any("openblas" in b for b in blas) else
                                         "  (WARNING: not OpenBLAS -- slow reference BLAS?)"), file=sys.stderr)
@@ -798,8 +802,13 @@ def main():
                 print(f"[{k}/{total}] {name} {fw}: n/a ({NO_JIT[name]})", file=sys.stderr, flush=True)
                 continue
             print(f"[{k}/{total}] {name} {fw} ... ", end="", file=sys.stderr, flush=True)
-            sps, total_s, losses = run(name, args.quick, args.steps, args.warmup, args.seed, fw == "torch_jit")
-            print(f"{sps:.2f} steps/s (total {total_s:.2f} s, loss {losses[0]:.4g} -> {losses[-1]:.4g})",
+            runs = [run(name, args.quick, args.steps, args.warmup, args.seed, fw == "torch_jit")
+                    for _ in range(max(1, args.repeat))]
+            rates = sorted(r[0] for r in runs)
+            sps = statistics.median(rates)
+            _, total_s, losses = runs[0]
+            spread = f" [{rates[0]:.2f}..{rates[-1]:.2f}]" if len(rates) > 1 else ""
+            print(f"{sps:.2f} steps/s{spread} (total {total_s:.2f} s, loss {losses[0]:.4g} -> {losses[-1]:.4g})",
                   file=sys.stderr, flush=True)
             rows.append(dict(program=name, framework=fw, steps_per_s=f"{sps:.6g}", final_loss=repr(losses[-1]),
                              first_loss=repr(losses[0]), total_s=f"{total_s:.6g}", steps=args.steps,

@@ -9,9 +9,10 @@
 #   scripts/bench_programs.sh --programs gpt2,dcgan --steps 40 --warmup 10 --threads 1
 #
 # Options: --quick, --programs LIST|all, --modes LIST, --steps N, --warmup W, --seed S,
-#          --threads T (default: nproc), --no-torch, --no-plots.
+#          --repeat R (timed runs per row, median; default 3), --threads T (default: nproc),
+#          --no-torch, --no-plots. Defaults: 60 steps, 15 warm-up; --quick: 40 steps, 10 warm-up.
 # Environment: TERRA_BENCH_BUILD (build dir, default build), TERRA_BENCH_SKIP_BUILD=1 (reuse the
-#              binary), TERRA_JOBS (build parallelism, default 2).
+#              binary), TERRA_JOBS (build parallelism, default 2), TORCH_OPENBLAS_THREADS (default 1).
 # Results: $BUILD/bench-programs/{terra.csv,torch.csv,plots/*.png,terra-bench.txt}.
 # Exit status: terra-bench's (1 if a run failed or a mode's losses differ from eager's).
 set -euo pipefail
@@ -20,7 +21,7 @@ BUILD=${TERRA_BENCH_BUILD:-build}
 OUT="$BUILD/bench-programs"
 PY=/usr/bin/python3
 
-QUICK=0 PROGRAMS="" MODES=eager,lazy,coexec STEPS="" WARMUP="" SEED=0 THREADS=$(nproc) TORCH=1 PLOTS=1
+QUICK=0 PROGRAMS="" MODES=eager,lazy,coexec STEPS="" WARMUP="" SEED=0 THREADS=$(nproc) TORCH=1 PLOTS=1 REPEAT=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -29,6 +30,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift ;;
     --warmup) WARMUP=$2; shift ;;
     --seed) SEED=$2; shift ;;
+    --repeat) REPEAT=$2; shift ;;
     --threads) THREADS=$2; shift ;;
     --no-torch) TORCH=0 ;;
     --no-plots) PLOTS=0 ;;
@@ -39,12 +41,12 @@ while [ $# -gt 0 ]; do
 done
 if [ "$QUICK" = 1 ]; then
   PROGRAMS=${PROGRAMS:-resnet,gpt2,dropblock,faster_rcnn}
-  STEPS=${STEPS:-12}
-  WARMUP=${WARMUP:-4}
+  STEPS=${STEPS:-40}
+  WARMUP=${WARMUP:-10}
 else
   PROGRAMS=${PROGRAMS:-all}
-  STEPS=${STEPS:-30}
-  WARMUP=${WARMUP:-10}
+  STEPS=${STEPS:-60}
+  WARMUP=${WARMUP:-15}
 fi
 start=$(date +%s)
 stage() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
@@ -93,8 +95,12 @@ quick_flag=()
 torch_flag=()
 if [ "$TORCH" = 1 ]; then
   stage "PyTorch: bench/torch_programs.py (threads $THREADS, OpenBLAS via LD_LIBRARY_PATH=$OPENBLAS_DIR)"
+  # OpenBLAS's pthread pool busy-waits after each call; with torch's own OpenMP pool on the same cores
+  # that oversubscribes (gpt2: 18 vs 81 steps/s on 2 cores), so its BLAS calls run on one thread
+  # (TORCH_OPENBLAS_THREADS to change); torch's intra-op threads are $THREADS like terra's.
+  OPENBLAS_NUM_THREADS=${TORCH_OPENBLAS_THREADS:-1} \
   LD_LIBRARY_PATH=$OPENBLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PY" bench/torch_programs.py \
-    --programs "$PROGRAMS" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" --threads "$THREADS" \
+    --programs "$PROGRAMS" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" --threads "$THREADS" --repeat "$REPEAT" \
     "${quick_flag[@]}" --csv "$OUT/torch.csv"
   torch_flag=(--torch "$OUT/torch.csv")
 fi
@@ -104,7 +110,7 @@ plot_flag=()
 stage "terra-bench (threads $THREADS)"
 set +e
 "$BUILD/terra-bench" --programs "$PROGRAMS" --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" \
-  "${quick_flag[@]}" --csv "$OUT/terra.csv" "${torch_flag[@]}" "${plot_flag[@]}" | tee "$OUT/terra-bench.txt"
+  --repeat "$REPEAT" "${quick_flag[@]}" --csv "$OUT/terra.csv" "${torch_flag[@]}" "${plot_flag[@]}" | tee "$OUT/terra-bench.txt"
 status=${PIPESTATUS[0]}
 set -e
 stage "done (exit $status); results in $OUT"

@@ -11,7 +11,8 @@
 // the child, three runs, each with a fresh Engine and the same seed:
 //   prime: max(W, 1) steps, untimed (process warm-up: thread pools, oneDNN primitive caches);
 //   full:  N steps, timed from Engine construction to synchronize() -> total_s;
-//   head:  W steps, timed the same way (skipped when W = 0).
+//   head:  W steps, timed the same way (skipped when W = 0);
+//   with --repeat R, R (full, head) pairs; steps/s is the median of the R rates.
 // steady-state steps/s = (N - W) / (total_s(full) - total_s(head)): the steps after warm-up, with
 // setup (model, data) and whatever tracing happens in the first W steps subtracted. total_s is the
 // whole N-step run including setup and all tracing. The runs are deterministic, so the first W
@@ -50,6 +51,7 @@ struct Options {
   bool quick = false;
   uint64_t seed = 0;
   int timeout_s = 600;
+  int repeat = 1;  // timed (full, head) pairs per run; steps/s is their median
   std::string child;  // "program:mode" in the child process
 };
 
@@ -58,7 +60,7 @@ struct Options {
                "%s%s"
                "usage: terra-bench --programs all|name,name --modes eager,lazy,coexec --steps N [--warmup W]\n"
                "                   --csv FILE [--plots DIR] [--quick] [--seed S] [--torch FILE] [--timeout SEC]\n"
-               "                   [--plot-script PATH] [--list]\n"
+               "                   [--repeat R] [--plot-script PATH] [--list]\n"
                "  steps/s is steady state over the N-W steps after warm-up; total_s includes setup and tracing.\n"
                "  Losses must equal eager's exactly (tolerance 0); exit status 1 if not, or if a run failed.\n",
                err.c_str(), err.empty() ? "" : "\n");
@@ -135,6 +137,14 @@ int run_child(const Options& o) {
     Timed full = timed_run(*p, m, o.steps, o);
     Timed head;
     if (o.warmup > 0) head = timed_run(*p, m, o.warmup, o);
+    // Further timed pairs (--repeat): wall times only; Stats and losses come from the first pair.
+    std::printf("TB_REPS %a %a", full.wall_s, head.wall_s);
+    for (int r = 1; r < o.repeat; ++r) {
+      double f = timed_run(*p, m, o.steps, o).wall_s;
+      double h = o.warmup > 0 ? timed_run(*p, m, o.warmup, o).wall_s : 0.0;
+      std::printf(" %a %a", f, h);
+    }
+    std::printf("\n");
     const Stats& s = full.stats;
     std::printf("TB_RESULT full_s=%a head_s=%a prime_s=%a steps=%lld traces=%lld fallbacks=%lld graphs=%lld "
                 "host_busy=%a host_stall=%a runner_busy=%a runner_stall=%a lazy_hits=%lld lazy_misses=%lld\n",
@@ -165,6 +175,8 @@ struct Row {
   std::string error;      // why not, or the loss check's complaint
   double full_s = 0, head_s = 0, prime_s = 0;
   double steps_per_s = NAN, speedup = NAN;
+  double sps_min = NAN, sps_max = NAN;  // over the --repeat pairs
+  std::vector<double> reps;             // full_s, head_s, full_s, head_s, ...
   long long steps = 0, traces = 0, fallbacks = 0, graphs = 0, lazy_hits = 0, lazy_misses = 0;
   double host_busy = 0, host_stall = 0, runner_busy = 0, runner_stall = 0;
   std::vector<double> losses, prefix;
@@ -203,7 +215,7 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
   r.mode = mode;
   std::string cmd = "timeout " + std::to_string(o.timeout_s) + " " + shell_quote(exe_path()) + " --child " +
                     shell_quote(program + ":" + mode) + " --steps " + std::to_string(o.steps) + " --warmup " +
-                    std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + (o.quick ? " --quick" : "") +
+                    std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + " --repeat " + std::to_string(o.repeat) + (o.quick ? " --quick" : "") +
                     " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) {
@@ -242,6 +254,8 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
       r.ok = true;
     } else if (line.rfind("TB_LOSSES", 0) == 0) {
       r.losses = parse_list(line);
+    } else if (line.rfind("TB_REPS", 0) == 0) {
+      r.reps = parse_list(line);
     } else if (line.rfind("TB_PREFIX", 0) == 0) {
       r.prefix = parse_list(line);
     } else if (line.rfind("TB_ERROR ", 0) == 0) {
@@ -261,8 +275,18 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
     return r;
   }
   int steady = o.steps - o.warmup;
-  double dt = r.full_s - (o.warmup > 0 ? r.head_s : 0.0);
-  r.steps_per_s = steady > 0 && dt > 0 ? steady / dt : NAN;
+  std::vector<double> rates;
+  for (size_t i = 0; i + 1 < r.reps.size(); i += 2) {
+    double dt = r.reps[i] - (o.warmup > 0 ? r.reps[i + 1] : 0.0);
+    rates.push_back(steady > 0 && dt > 0 ? steady / dt : NAN);
+  }
+  std::sort(rates.begin(), rates.end());
+  if (!rates.empty()) {
+    size_t n = rates.size();
+    r.steps_per_s = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+    r.sps_min = rates.front();
+    r.sps_max = rates.back();
+  }
   return r;
 }
 
@@ -440,8 +464,9 @@ int run_parent(Options& o) {
   std::map<std::string, double> torch_eager, torch_jit;
   if (!o.torch.empty()) read_torch(o.torch, torch_eager, torch_jit);
 
-  std::printf("terra-bench: %zu programs x %zu modes, %d steps (%d warm-up), seed %llu%s\n", names.size(),
-              modes.size(), o.steps, o.warmup, (unsigned long long)o.seed, o.quick ? ", quick sizes" : "");
+  std::printf("terra-bench: %zu programs x %zu modes, %d steps (%d warm-up), seed %llu%s, %d timed repetition%s\n",
+              names.size(), modes.size(), o.steps, o.warmup, (unsigned long long)o.seed, o.quick ? ", quick sizes" : "",
+              o.repeat, o.repeat == 1 ? "" : "s (steps/s = median)");
   std::printf("  threads: OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s (%u hardware threads)\n",
               env_or("OMP_NUM_THREADS", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
               std::thread::hardware_concurrency());
@@ -472,8 +497,9 @@ int run_parent(Options& o) {
         check_against(row, rows[first]);
       }
       if (row.ok)
-        std::printf("%.2f steps/s (total %.2f s, %lld traces, %lld fallbacks) %s%s\n", row.steps_per_s, row.full_s,
-                    row.traces, row.fallbacks, row.check.c_str(),
+        std::printf("%.2f steps/s%s (total %.2f s, %lld traces, %lld fallbacks) %s%s\n", row.steps_per_s,
+                    o.repeat > 1 ? (" [" + fmt("%.2f", row.sps_min) + ".." + fmt("%.2f", row.sps_max) + "]").c_str() : "",
+                    row.full_s, row.traces, row.fallbacks, row.check.c_str(),
                     row.check == "DIFF" ? (": " + row.error).c_str() : "");
       else
         std::printf("FAILED: %s\n", row.error.c_str());
@@ -576,7 +602,7 @@ int run_parent(Options& o) {
     if (!out) throw std::runtime_error("cannot write " + o.csv);
     out << "program,mode,steps_per_s,speedup_vs_eager,traces,fallbacks,final_loss,loss_check,first_loss,total_s,"
            "steps,warmup,graph_generations,host_busy_s,host_stall_s,runner_busy_s,runner_stall_s,"
-           "lazy_cache_hits,lazy_cache_misses,threads,quick,error";
+           "lazy_cache_hits,lazy_cache_misses,threads,quick,repeat,steps_per_s_min,steps_per_s_max,error";
     if (with_torch) out << ",torch_eager_steps_per_s,terra_over_torch_eager,torch_jit_steps_per_s,terra_over_torch_jit";
     out << "\n";
     auto num = [](double v) {
@@ -594,7 +620,8 @@ int run_parent(Options& o) {
           << num(r.ok ? r.host_busy : NAN) << "," << num(r.ok ? r.host_stall : NAN) << ","
           << num(r.ok ? r.runner_busy : NAN) << "," << num(r.ok ? r.runner_stall : NAN) << ","
           << (r.ok ? std::to_string(r.lazy_hits) : "") << "," << (r.ok ? std::to_string(r.lazy_misses) : "") << ","
-          << csv_field(env_or("OMP_NUM_THREADS", "")) << "," << (o.quick ? 1 : 0) << "," << csv_field(r.error);
+          << csv_field(env_or("OMP_NUM_THREADS", "")) << "," << (o.quick ? 1 : 0) << "," << o.repeat << ","
+          << num(r.sps_min) << "," << num(r.sps_max) << "," << csv_field(r.error);
       if (with_torch)
         out << "," << num(r.torch_eager) << "," << num(r.steps_per_s / r.torch_eager) << "," << num(r.torch_jit)
             << "," << num(r.steps_per_s / r.torch_jit);
@@ -660,6 +687,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") o.seed = uint64_t(to_int(a, value(i)));
     else if (a == "--timeout") o.timeout_s = to_int(a, value(i));
     else if (a == "--child") o.child = value(i);
+    else if (a == "--repeat") o.repeat = std::max(1, to_int(a, value(i)));
     else if (a == "--list") {
       for (const Program& p : all_programs()) std::printf("%-18s %s\n", p.name.c_str(), p.feature.c_str());
       return 0;

@@ -1,0 +1,105 @@
+// terra-bench end to end: runs the binary (built next to terra_tests, target terra-bench) with
+// --quick on two programs in all three modes and checks its CSV: the columns, one row per
+// program x mode, eager as the reference, and the exact loss check. Skipped when the binary was
+// not built (e.g. `ninja terra_tests` only).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string bench_binary() {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return "";
+  exe[len] = 0;
+  std::string dir = exe;
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string bin = dir + "/terra-bench";
+  return access(bin.c_str(), X_OK) == 0 ? bin : "";
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      f.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  f.push_back(cur);
+  return f;
+}
+
+int run(const std::string& cmd, std::string* out) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return -1;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), f)) out->append(buf, n);
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
+  std::string bin = bench_binary();
+  if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
+  std::string csv = testing::TempDir() + "terra_bench_test.csv";
+  std::string out;
+  int code = run("OMP_WAIT_POLICY=PASSIVE '" + bin +
+                     "' --programs resnet,gpt2 --modes eager,lazy,coexec --steps 4 --warmup 1 --quick --timeout 120 "
+                     "--csv '" + csv + "'",
+                 &out);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("[6/6] gpt2 coexec"), std::string::npos) << out;
+  EXPECT_NE(out.find("lazy vs co-execution"), std::string::npos) << out;
+
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << csv;
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> head = split_csv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < head.size(); ++i) col[head[i]] = i;
+  for (const char* c : {"program", "mode", "steps_per_s", "speedup_vs_eager", "traces", "fallbacks", "final_loss",
+                        "loss_check", "total_s", "host_busy_s", "runner_busy_s"})
+    ASSERT_TRUE(col.count(c)) << "missing column " << c << " in: " << line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) rows.push_back(split_csv(line));
+  ASSERT_EQ(rows.size(), 6u);
+  const char* modes[] = {"eager", "lazy", "coexec"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), head.size());
+    EXPECT_EQ(r[col["program"]], i < 3 ? "resnet" : "gpt2");
+    EXPECT_EQ(r[col["mode"]], modes[i % 3]);
+    EXPECT_GT(std::stod(r[col["steps_per_s"]]), 0.0);
+    EXPECT_EQ(r[col["loss_check"]], i % 3 == 0 ? "ref" : "exact");
+    // Same final loss in every mode of a program, exactly (printed with 17 significant digits).
+    EXPECT_EQ(r[col["final_loss"]], rows[i - i % 3][col["final_loss"]]);
+    if (i % 3 == 0) {
+      EXPECT_EQ(r[col["speedup_vs_eager"]], "1");
+      EXPECT_EQ(r[col["traces"]], "0");
+    }
+  }
+}
+
+TEST(TerraBench, RejectsUnknownProgram) {
+  std::string bin = bench_binary();
+  if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
+  std::string out;
+  EXPECT_EQ(run("'" + bin + "' --programs nosuch --csv /dev/null", &out), 2);
+  EXPECT_NE(out.find("unknown program 'nosuch'"), std::string::npos) << out;
+}
+
+}  // namespace
