@@ -67,3 +67,15 @@ TEST(Tensor, InplaceAfterSaveIsRefused) {
   b.add_(1.0);
   EXPECT_THROW(c.sum().backward(), std::invalid_argument);
 }
+
+TEST(Tensor, InplaceWithoutGradientOnGradTensorIsRefused) {
+  Tensor a = tensor({1.f, 2.f}, {2});
+  a.requires_grad_();
+  Tensor b = a * 2.0;
+  EXPECT_THROW(b.mul_(3.0), std::invalid_argument);
+  {
+    NoGradGuard g;
+    b.mul_(3.0);  // allowed without grad mode
+  }
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{6, 12}));
+}

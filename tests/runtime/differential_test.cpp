@@ -26,7 +26,7 @@ struct Instr {
 
 struct ProgramSpec {
   std::vector<Instr> code;
-  int steps = 6;
+  int steps = 8;
 };
 
 constexpr int kRegs = 4;

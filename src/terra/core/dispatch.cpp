@@ -61,6 +61,14 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
   }
 
   std::shared_ptr<autograd::Node> node;
+  if (!op.grad && op.has(kInplace) && grad_enabled()) {
+    // Overwriting a value autograd may need, with no gradient to record: refuse, never be wrong.
+    for (auto& t : in)
+      if (t.impl()->requires_grad)
+        throw std::invalid_argument(std::string("[") + op.name + "] in-place op on a tensor of shape " +
+                                    shape_str(t.shape()) +
+                                    " that requires grad has no gradient; compute it out of place or under NoGradGuard");
+  }
   if (op.grad && grad_enabled()) {
     bool any = false;
     for (auto& t : in) any |= t.impl()->requires_grad;

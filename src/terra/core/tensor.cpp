@@ -160,7 +160,7 @@ Tensor Tensor::detach() const {
   d->dtype = s.dtype;
   d->storage = s.storage;
   d->pending = s.pending;
-  d->base = s.base ? s.base : impl_;
+  d->base = s.base;  // not impl_: a saved output's alias must not own the output (a cycle through grad_fn)
   d->trace_step = s.trace_step;  // same value: graph modes see the same producer
   d->trace_rec = s.trace_rec;
   d->trace_out = s.trace_out;

@@ -67,6 +67,8 @@ struct Gen {
 
   std::unique_ptr<Region> region(const trace::Region& r) {
     auto out = std::make_unique<Region>();
+    uint32_t key = r.owner ? r.owner->id : SymbolicGraph::kRootRegion;
+    g.region_switches[key];  // every region has a list, possibly empty
     // Local numbering for the case assignment.
     std::unordered_map<const Node*, uint32_t> local;
     std::vector<const Node*> by_local;
@@ -104,8 +106,13 @@ struct Gen {
       for (size_t k = 0; k < sw.cases.size(); ++k)
         for (auto& e : sw.cases[k].control_edges)
           g.choices[SymbolicGraph::edge_key(e.first, e.second)].push_back({sw.id, uint32_t(k)});
-      if (g.switch_needs_select.size() <= sw.id) g.switch_needs_select.resize(sw.id + 1);
+      if (g.switch_needs_select.size() <= sw.id) {
+        g.switch_needs_select.resize(sw.id + 1);
+        g.switch_pos.resize(sw.id + 1);
+      }
       g.switch_needs_select[sw.id] = sw.needs_select;  // by id: loop bodies numbered theirs first
+      g.switch_pos[sw.id] = uint32_t(g.region_switches[key].size());
+      g.region_switches[key].push_back(sw.id);
       out->switches.push_back(std::move(sw));
     }
     return out;

@@ -68,6 +68,11 @@ struct SymbolicGraph {
   std::vector<uint8_t> switch_needs_select;  // per switch id
   std::vector<ControlDep> control_deps;
   uint32_t num_switches = 0;
+  // Switch ids of each region in order, keyed by the owning loop node (kRootRegion for the root):
+  // the host decides every case-select switch of a region in this order, "skipped" included.
+  static constexpr uint32_t kRootRegion = ~0u;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> region_switches;
+  std::vector<uint32_t> switch_pos;  // per switch id: index in its region's list
 
   static uint64_t edge_key(uint32_t from, uint32_t to) { return (uint64_t(from) << 32) | to; }
   std::string dot() const;

@@ -53,7 +53,8 @@ struct Message {
   enum Kind : uint8_t { StepBegin, Choice, LoopCond, Validate, StepEnd, Abort, Shutdown } kind;
   uint32_t id = 0;     // switch id, loop node id or op node id
   uint64_t seq = 0;    // host position when sent
-  uint32_t value = 0;  // case index / 1 = iterate, 0 = exit
+  uint32_t value = 0;  // case index (kSkipped: the path did not pass this switch) / 1 = iterate, 0 = exit
+  static constexpr uint32_t kSkipped = ~0u;
   std::vector<FeedValue> feeds;  // Validate: per input (set for fed inputs)
   std::vector<uint8_t> phi;      // Validate: per input, chosen candidate for phi inputs
   PhiloxKey rng;

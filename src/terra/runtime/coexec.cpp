@@ -164,6 +164,7 @@ void CoExecSession::begin_step() {
     st_->uid = step_uid_;
     st_->graph = sg_;
     cursor_ = std::make_unique<trace::Cursor>(tg_, true);
+    regions_.assign(1, RegionState{graph::SymbolicGraph::kRootRegion, 0});
     Message m;
     m.kind = Message::StepBegin;
     m.step = st_;
@@ -178,35 +179,61 @@ void CoExecSession::begin_step() {
   }
 }
 
+void CoExecSession::push_choice(uint32_t sw, uint32_t value) {
+  Message m;
+  m.kind = Message::Choice;
+  m.id = sw;
+  m.seq = seq_;
+  m.value = value;
+  runner_->channel().push(std::move(m));
+}
+
+void CoExecSession::push_loop_cond(const trace::Node* loop, bool iterate) {
+  if (loop->trip_counts.size() == 1) return;  // unrolled: the runner needs no Loop Cond
+  Message m;
+  m.kind = Message::LoopCond;
+  m.id = loop->id;
+  m.seq = seq_;
+  m.value = iterate ? 1 : 0;
+  runner_->channel().push(std::move(m));
+}
+
+// Decides, as "skipped", the region's case-select switches before position `upto`.
+void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
+  const std::vector<uint32_t>& list = sg_->region_switches.at(r.key);
+  for (; r.next < upto && r.next < list.size(); ++r.next)
+    if (sg_->switch_needs_select[list[r.next]]) push_choice(list[r.next], Message::kSkipped);
+}
+
+// Turns the walk's edges and loop decisions into Case Selects and Loop Conds, in the order the
+// runner consumes them: every case-select switch of a region gets exactly one decision.
 void CoExecSession::send_events() {
-  Channel& ch = runner_->channel();
   for (auto& e : events_) {
-    const trace::Node* loop = nullptr;
-    uint32_t cond = 1;
+    RegionState& r = regions_.back();
     if (e.kind == trace::Cursor::Event::Edge) {
       auto it = sg_->choices.find(graph::SymbolicGraph::edge_key(e.from->id, e.to->id));
       if (it != sg_->choices.end())
-        for (auto [sw, c] : it->second)
-          if (sg_->switch_needs_select[sw]) {
-            Message m;
-            m.kind = Message::Choice;
-            m.id = sw;
-            m.seq = seq_;
-            m.value = c;
-            ch.push(std::move(m));
+        for (auto [sw, c] : it->second) {
+          uint32_t pos = sg_->switch_pos[sw];
+          skip_until(r, pos);
+          if (r.next == pos) {
+            if (sg_->switch_needs_select[sw]) push_choice(sw, c);
+            r.next = pos + 1;
           }
-      if (e.to->kind == trace::Node::Loop) loop = e.to;
-    } else {
-      loop = e.to;
-      cond = e.kind == trace::Cursor::Event::LoopIterate ? 1 : 0;
-    }
-    if (loop && loop->trip_counts.size() != 1) {
-      Message m;
-      m.kind = Message::LoopCond;
-      m.id = loop->id;
-      m.seq = seq_;
-      m.value = cond;
-      ch.push(std::move(m));
+        }
+      if (e.to->kind == trace::Node::End) skip_until(r, ~0u);
+      if (e.to->kind == trace::Node::Loop) {
+        push_loop_cond(e.to, true);
+        regions_.push_back({e.to->id, 0});
+      }
+    } else if (e.kind == trace::Cursor::Event::LoopIterate) {
+      skip_until(r, ~0u);
+      r.next = 0;
+      push_loop_cond(e.to, true);
+    } else {  // LoopExit
+      skip_until(r, ~0u);
+      regions_.pop_back();
+      push_loop_cond(e.to, false);
     }
   }
   events_.clear();

@@ -47,7 +47,13 @@ class CoExecSession {
                                     std::vector<TensorMeta>& meta, PhiloxKey rng, const trace::Location& loc);
   void on_fetch(const Tensor& t);
   void fall_back(const std::string& why);
+  struct RegionState {  // a region instance the walk is in, and its next undecided switch
+    uint32_t key, next;
+  };
   void send_events();
+  void push_choice(uint32_t sw, uint32_t value);
+  void push_loop_cond(const trace::Node* loop, bool iterate);
+  void skip_until(RegionState& r, uint32_t upto);
   void wait_done(StepState& st, uint64_t n);
   void sync_validated();
   void regenerate();
@@ -71,6 +77,7 @@ class CoExecSession {
   trace::Trace trace_;
   std::unique_ptr<trace::Cursor> cursor_;
   std::vector<trace::Cursor::Event> events_;
+  std::vector<RegionState> regions_;
   std::vector<Hist> hist_;
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;

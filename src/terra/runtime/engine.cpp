@@ -121,6 +121,13 @@ void Step::end() {
   e->end(false);
 }
 
+void Step::abort() {
+  if (!engine_) return;
+  EngineImpl* e = engine_;
+  engine_ = nullptr;
+  e->end(true);
+}
+
 Engine::Engine(Mode mode) : impl_(std::make_unique<EngineImpl>(mode)) {}
 Engine::~Engine() = default;
 

@@ -30,7 +30,8 @@ class Step {
   Step(Step&& o) noexcept;
   Step& operator=(Step&&) = delete;
   ~Step() noexcept(false);
-  void end();  // ends the step early (idempotent)
+  void end();    // ends the step early (idempotent)
+  void abort();  // ends it as an exception escaping it would: nothing more is recorded from it
 
  private:
   friend class Engine;

@@ -77,14 +77,12 @@ void GraphRunner::run_step(StepState& st) {
 }
 
 int GraphRunner::take_choice(uint32_t sw) {
-  Message& m = ch_.peek();
+  Message m = ch_.pop();  // the host decides every case-select switch, skipped ones included
   if (m.kind == Message::Abort) throw Abort{};
-  if (m.kind == Message::Choice && m.id == sw && m.seq == pos_) {
-    int v = int(m.value);
-    ch_.pop();
-    return v;
-  }
-  return -1;  // the host's next action lies beyond this switch: the path skipped it
+  if (m.kind != Message::Choice || m.id != sw)
+    throw std::runtime_error("[GraphRunner] internal: expected the case select of switch " + std::to_string(sw) +
+                             " at position " + std::to_string(pos_));
+  return m.value == Message::kSkipped ? -1 : int(m.value);
 }
 
 bool GraphRunner::take_loop_cond(uint32_t loop) {
