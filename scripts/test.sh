@@ -32,11 +32,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_R
 cmake --build build-asan -j "$JOBS" --target terra_tests
 
 stage "Sanitizer tests"
-# detect_leaks=0 for now: LeakSanitizer finds a real reference cycle in autograd (an op that saves
-# its output keeps it through Tensor::detach()'s `base` link: output -> grad_fn -> saved output ->
-# base -> output), so every forward of relu/softmax/norm layers without a backward leaks. Remove
-# this once the cycle is broken; no other leak reports appear (no libgomp/oneDNN noise).
-check "Sanitizer tests" bash -c 'cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2'
+check "Sanitizer tests" bash -c 'cd build-asan && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2'
 
 # ---- Python tests hook (scripts/test_python.sh belongs to the Python binding) ------------------
 if [ -f scripts/test_python.sh ] && [ -d tests/python ]; then
