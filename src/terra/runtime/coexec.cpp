@@ -57,9 +57,8 @@ class CoExecSession::SkeletonExec : public Executor {
   explicit SkeletonExec(CoExecSession& s) : s_(s) {}
   std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                           std::vector<TensorMeta>& meta, PhiloxKey rng) override {
-    trace::Location loc;  // captured here, at the same depth as TracingExec::run does
-    trace::capture_location(loc);
-    return s_.skeleton_call(op, in, attrs, meta, rng, loc);
+    trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
+    return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_);
   }
   void on_fetch(const Tensor& t) override { s_.on_fetch(t); }
 
@@ -151,6 +150,7 @@ void CoExecSession::begin_step() {
   fell_back_ = false;
   seq_ = 0;
   hist_.clear();
+  hist_inputs_.clear();
   trace_.records.clear();
   if (converged_ && sg_) {
     // Bounded run-ahead: at most two steps queued on the runner.
@@ -267,8 +267,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     v.feeds.resize(in.size());
     v.phi.resize(in.size());
   }
-  Hist h{n->id, exec[n->id] - 1, {}};
-  h.inputs.resize(in.size());
+  Hist h{n->id, exec[n->id] - 1, uint32_t(hist_inputs_.size()), uint32_t(in.size())};
+  hist_inputs_.resize(hist_inputs_.size() + in.size());
+  trace::RecordSource* hin = hist_inputs_.data() + h.first;
   for (size_t i = 0; i < in.size(); ++i) {
     TensorImpl* t = in[i].impl();
     const auto& set = n->sources[i];
@@ -277,13 +278,13 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     if (t->trace_step == step_uid_) {
       const Hist& p = hist_[t->trace_rec];
       got = {trace::Source::Op, p.node, t->trace_out, exec[p.node] - 1 - p.exec};
-      h.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
+      hin[i] = {false, t->trace_rec, t->trace_out, nullptr};
       for (size_t k = 0; k < set.size(); ++k)
         if (set[k] == got) idx = int(k);
     } else {
       got.kind = trace::Source::Variable;
       got.var_id = t->id;
-      h.inputs[i] = {true, 0, 0, in[i].impl_ptr()};
+      hin[i] = {true, 0, 0, in[i].impl_ptr()};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (set[k].kind == trace::Source::Variable && set[k].var_id == t->id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
@@ -339,7 +340,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     t->trace_rec = uint32_t(seq_);
     t->trace_out = k;
   }
-  hist_.push_back(std::move(h));
+  hist_.push_back(h);
   seq_++;
   return out;
 }
@@ -412,7 +413,7 @@ void CoExecSession::fall_back(const std::string& why) {
     r.op = n->op;
     r.attrs = n->attrs;
     r.loc = n->loc;
-    r.inputs = h.inputs;
+    r.inputs.assign(hist_inputs_.begin() + h.first, hist_inputs_.begin() + h.first + h.count);
     r.out_meta.assign(n->num_outputs, TensorMeta{{}, DType::Float32});
     r.fetched.assign(n->num_outputs, false);
     trace_.records.push_back(std::move(r));

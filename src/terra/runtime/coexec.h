@@ -32,9 +32,9 @@ class CoExecSession {
 
  private:
   enum class Phase { Idle, Tracing, CoExec };
-  struct Hist {  // one validated op of the current step
+  struct Hist {  // one validated op of the current step; its inputs are hist_inputs_[first, first+count)
     uint32_t node, exec;
-    std::vector<trace::RecordSource> inputs;
+    uint32_t first, count;
   };
   class TracingExec;
   class SkeletonExec;
@@ -79,6 +79,8 @@ class CoExecSession {
   std::vector<trace::Cursor::Event> events_;
   std::vector<RegionState> regions_;
   std::vector<Hist> hist_;
+  std::vector<trace::RecordSource> hist_inputs_;  // one flat array: no allocation per op
+  trace::Location loc_;                           // reused by every call (keeps its capacity)
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;
   bool fell_back_ = false;
