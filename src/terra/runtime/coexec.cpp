@@ -1,5 +1,7 @@
 #include "terra/runtime/coexec.h"
 
+#include "terra/runtime/placeholder.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -314,26 +316,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
 
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   std::shared_ptr<ValueCell> cell = st_->host_cell(seq_);
-  std::vector<Tensor> out;
-  if (op.has(kView)) {
-    out.push_back(op.view(in[0], attrs));
-    out[0].impl()->pending = std::make_shared<SkelPending>(this, st_, cell, 0, seq_);
-  } else if (op.has(kInplace)) {
-    out.push_back(in[0]);
-    in[0].impl()->storage->version.fetch_add(1);
-  } else {
-    out.reserve(meta.size());
-    for (uint32_t k = 0; k < meta.size(); ++k) {
-      auto t = std::make_shared<TensorImpl>();
-      t->numel = numel_of(meta[k].shape);
-      t->shape = std::move(meta[k].shape);
-      t->strides = contiguous_strides(t->shape);
-      t->dtype = meta[k].dtype;
-      t->storage = std::make_shared<Storage>();
-      t->pending = std::make_shared<SkelPending>(this, st_, cell, k, seq_);
-      out.emplace_back(std::move(t));
-    }
-  }
+  std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
+    return std::make_shared<SkelPending>(this, st_, cell, k, seq_);
+  });
   for (uint32_t k = 0; k < out.size(); ++k) {
     TensorImpl* t = out[k].impl();
     t->trace_step = step_uid_;

@@ -1,5 +1,7 @@
 #include "terra/runtime/lazy.h"
 
+#include "terra/runtime/placeholder.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -43,25 +45,9 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
     if (lp && lp->batch == batch_ && !in[i].impl()->has_data()) e.refs[i] = {lp->entry, lp->out};
   }
   int32_t idx = int32_t(pending_.size());
-  std::vector<Tensor> out;
-  if (op.has(kView)) {
-    out.push_back(op.view(in[0], attrs));
-    out[0].impl()->pending = std::make_shared<LazyPending>(this, batch_, e.cell, 0, idx);
-  } else if (op.has(kInplace)) {
-    out.push_back(in[0]);
-    in[0].impl()->storage->version.fetch_add(1);
-  } else {
-    for (uint32_t k = 0; k < meta.size(); ++k) {
-      auto t = std::make_shared<TensorImpl>();
-      t->numel = numel_of(meta[k].shape);
-      t->shape = std::move(meta[k].shape);
-      t->strides = contiguous_strides(t->shape);
-      t->dtype = meta[k].dtype;
-      t->storage = std::make_shared<Storage>();
-      t->pending = std::make_shared<LazyPending>(this, batch_, e.cell, k, idx);
-      out.emplace_back(std::move(t));
-    }
-  }
+  std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
+    return std::make_shared<LazyPending>(this, batch_, e.cell, k, idx);
+  });
   pending_.push_back(std::move(e));
   return out;
 }
