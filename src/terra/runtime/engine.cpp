@@ -139,6 +139,7 @@ __attribute__((noinline)) Step Engine::step() {
 }
 
 Stats Engine::stats() const { return impl_->stats_; }
+const runtime::CoExecSession* Engine::coexec() const { return impl_->co_.get(); }
 Mode Engine::mode() const { return impl_->mode_; }
 void Engine::synchronize() { impl_->synchronize(); }
 void Engine::set_explain(const std::string& dir) { impl_->set_explain(dir); }

@@ -6,6 +6,9 @@
 #include <string>
 
 namespace terra {
+namespace runtime {
+class CoExecSession;
+}
 
 enum class Mode { Eager, CoExecution, Lazy };
 const char* mode_name(Mode m);
@@ -57,6 +60,8 @@ class Engine {
   // The environment variable TERRA_EXPLAIN=dir does the same for every engine.
   void set_explain(const std::string& dir);
   EngineImpl* impl() const { return impl_.get(); }
+  // The co-execution session (TraceGraph, symbolic graph) for tools and tests; null in other modes.
+  const runtime::CoExecSession* coexec() const;
 
  private:
   std::unique_ptr<EngineImpl> impl_;
