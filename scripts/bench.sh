@@ -20,6 +20,10 @@ export OMP_WAIT_POLICY=PASSIVE
 start=$(date +%s)
 stage() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
 
+source scripts/deps.sh
+terra_install_deps
+terra_install_bench_deps
+
 if [[ -z "${TERRA_BENCH_SKIP_BUILD:-}" ]]; then
   stage "build ($BUILD, Release, TERRA_BUILD_BENCH=ON)"
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERRA_BUILD_BENCH=ON >/dev/null
@@ -41,6 +45,8 @@ torch_run() {
   local t=$1
   shift
   stage "torch_mlp.py threads=$t"
+  # torch on OpenBLAS (1 BLAS thread: its own pool would fight torch's threads for the 2 cores)
+  OPENBLAS_NUM_THREADS=1 LD_LIBRARY_PATH=$TERRA_OPENBLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   OMP_NUM_THREADS=$t "$PY" bench/torch_mlp.py --threads "$t" --reps "$(( REPS + 2 ))" "$@" >"$OUT/torch_mlp_t$t.json"
 }
 

@@ -54,29 +54,8 @@ stage() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
 # ---- dependencies (apt, only when missing)
 source scripts/deps.sh
 terra_install_deps
-extra=()
-for p in libopenblas0-pthread python3-matplotlib; do
-  dpkg -s "$p" >/dev/null 2>&1 || extra+=("$p")
-done
-if [ ${#extra[@]} -gt 0 ]; then
-  stage "installing ${extra[*]}"
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  alts=(libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu)
-  declare -A before=()
-  for a in "${alts[@]}"; do before[$a]=$(update-alternatives --query "$a" 2>/dev/null | sed -n 's/^Value: //p'); done
-  $sudo apt-get update >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${extra[@]}" >/dev/null
-  # Installing OpenBLAS makes it the system's libblas.so.3 (update-alternatives, priority 100). Put
-  # the previous choice back: only the torch run below uses OpenBLAS, through LD_LIBRARY_PATH.
-  for a in "${alts[@]}"; do
-    now=$(update-alternatives --query "$a" 2>/dev/null | sed -n 's/^Value: //p')
-    if [ -n "${before[$a]}" ] && [ "$now" != "${before[$a]}" ]; then
-      $sudo update-alternatives --set "$a" "${before[$a]}" >/dev/null
-    fi
-  done
-fi
-OPENBLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread
+terra_install_bench_deps
+OPENBLAS_DIR=$TERRA_OPENBLAS_DIR
 
 # ---- build
 if [ -z "${TERRA_BENCH_SKIP_BUILD:-}" ]; then
