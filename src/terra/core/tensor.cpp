@@ -22,6 +22,7 @@ const TensorImpl& need(const TensorImpl* i, const char* what) {
 }  // namespace
 
 TensorImpl::TensorImpl() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
+uint64_t next_tensor_id() { return g_next_id.load(std::memory_order_relaxed); }
 
 bool TensorImpl::is_contiguous() const {
   int64_t expect = 1;

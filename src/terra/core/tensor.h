@@ -123,6 +123,9 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// The id the next TensorImpl will get (ids only grow): tensors with a smaller id existed before.
+uint64_t next_tensor_id();
+
 // A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use).
 Tensor empty(const Shape& shape, DType dtype = DType::Float32);
 

@@ -38,8 +38,7 @@ struct Gen {
       } else if (set[0].kind == Source::Variable) {
         in.kind = Input::Variable;
         in.src = set[0];
-        for (auto& v : n->variables)
-          if (v->id == set[0].var_id) in.var = v;
+        in.var = n->variables[i];
       } else {
         in.kind = Input::Value;
         in.src = set[0];

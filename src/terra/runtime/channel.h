@@ -34,6 +34,13 @@ struct StepState {
   std::atomic<bool> host_waiting{false};           // the runner notifies only then
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
+  uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
+  // The failure belongs to the program only if the host validated that op; a speculative op past
+  // the host's path may fail (or lack an input) just before the host falls back.
+  std::exception_ptr error_before(uint64_t validated) {
+    std::lock_guard<std::mutex> g(mu);
+    return error && error_pos < validated ? error : nullptr;
+  }
 
   // Host: the cell for position `p` (creating it, or adopting the runner's).
   std::shared_ptr<ValueCell> host_cell(uint64_t p);

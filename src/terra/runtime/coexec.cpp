@@ -13,17 +13,35 @@ namespace terra::runtime {
 using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Host time spent waiting for the runner, on this thread (placeholders wait too, possibly after
+// their engine is gone, so this is not a member of the session).
+static thread_local double t_stall = 0;
+
+// Waits until the runner has finished `n` ops of the step (or the step ended without them).
+static void wait_step(StepState& st, uint64_t n) {
+  if (st.done.load() >= n) return;
+  auto t = Clock::now();
+  st.host_waiting.store(true);
+  {
+    std::unique_lock<std::mutex> g(st.mu);
+    st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
+  }
+  st.host_waiting.store(false);
+  t_stall += since(t);
+  if (st.done.load() < n)
+    if (auto err = st.error_before(n)) std::rethrow_exception(err);
+}
+
 // A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step.
 struct SkelPending : PendingValue {
-  CoExecSession* session;
   std::shared_ptr<StepState> step;
   std::shared_ptr<ValueCell> cell;
   uint32_t out;
   uint64_t seq;
-  SkelPending(CoExecSession* s, std::shared_ptr<StepState> st, std::shared_ptr<ValueCell> c, uint32_t o, uint64_t q)
-      : session(s), step(std::move(st)), cell(std::move(c)), out(o), seq(q) {}
+  SkelPending(std::shared_ptr<StepState> st, std::shared_ptr<ValueCell> c, uint32_t o, uint64_t q)
+      : step(std::move(st)), cell(std::move(c)), out(o), seq(q) {}
   void materialize(TensorImpl& t) override {
-    session->wait_done(*step, seq + 1);
+    wait_step(*step, seq + 1);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
                                " was never computed (its step was abandoned before it ran)");
@@ -102,36 +120,20 @@ void CoExecSession::explain(const std::string& what) {
   std::fprintf(stderr, "[terra explain] %s\n", what.c_str());
 }
 
-void CoExecSession::wait_done(StepState& st, uint64_t n) {
-  if (st.done.load() >= n) return;
-  auto t = Clock::now();
-  st.host_waiting.store(true);
-  {
-    std::unique_lock<std::mutex> g(st.mu);
-    st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
-  }
-  st.host_waiting.store(false);
-  stall_ += since(t);
-  if (st.done.load() < n) {
-    std::lock_guard<std::mutex> g(st.mu);
-    if (st.error) std::rethrow_exception(st.error);
-  }
-}
-
 void CoExecSession::sync_all() {
   if (runner_->steps_finished() >= steps_sent_) return;
   auto t = Clock::now();
   runner_->wait_steps_finished(steps_sent_);
-  stall_ += since(t);
+  t_stall += since(t);
 }
 
 void CoExecSession::sync_validated() {
   if (steps_sent_ > 0 && runner_->steps_finished() < steps_sent_ - 1) {
     auto t = Clock::now();
     runner_->wait_steps_finished(steps_sent_ - 1);
-    stall_ += since(t);
+    t_stall += since(t);
   }
-  if (st_) wait_done(*st_, seq_);
+  if (st_) wait_step(*st_, seq_);
 }
 
 void CoExecSession::regenerate() {
@@ -147,8 +149,9 @@ void CoExecSession::regenerate() {
 
 void CoExecSession::begin_step() {
   step_uid_++;
+  step_first_id_ = next_tensor_id();
   t0_ = Clock::now();
-  stall_ = 0;
+  stall0_ = t_stall;
   fell_back_ = false;
   seq_ = 0;
   hist_.clear();
@@ -159,7 +162,7 @@ void CoExecSession::begin_step() {
     if (steps_sent_ >= 2 && runner_->steps_finished() < steps_sent_ - 2) {
       auto t = Clock::now();
       runner_->wait_steps_finished(steps_sent_ - 2);
-      stall_ += since(t);
+      t_stall += since(t);
     }
     phase_ = Phase::CoExec;
     st_ = std::make_shared<StepState>();
@@ -285,10 +288,10 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
         if (set[k] == got) idx = int(k);
     } else {
       got.kind = trace::Source::Variable;
-      got.var_id = t->id;
-      hin[i] = {true, 0, 0, in[i].impl_ptr()};
+      got.var_id = trace::external_key(*t, step_first_id_);
+      hin[i] = {true, 0, 0, in[i].impl_ptr(), got.var_id};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
-        if (set[k].kind == trace::Source::Variable && set[k].var_id == t->id) idx = int(k);
+        if (set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (set[k].kind == trace::Source::External) idx = int(k);
     }
@@ -317,7 +320,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   std::shared_ptr<ValueCell> cell = st_->host_cell(seq_);
   std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-    return std::make_shared<SkelPending>(this, st_, cell, k, seq_);
+    return std::make_shared<SkelPending>(st_, cell, k, seq_);
   });
   for (uint32_t k = 0; k < out.size(); ++k) {
     TensorImpl* t = out[k].impl();
@@ -345,7 +348,7 @@ std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const T
     if (t->trace_step == step_uid_)
       r.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
     else
-      r.inputs[i] = {true, 0, 0, in[i].impl_ptr()};
+      r.inputs[i] = {true, 0, 0, in[i].impl_ptr(), trace::external_key(*t, step_first_id_)};
   }
   r.fetched.assign(out.size(), false);
   r.out_meta.reserve(out.size());
@@ -384,12 +387,8 @@ void CoExecSession::fall_back(const std::string& why) {
   runner_->channel().push(std::move(m));
   auto t = Clock::now();
   runner_->wait_steps_finished(steps_sent_);
-  stall_ += since(t);
-  std::exception_ptr err;
-  {
-    std::lock_guard<std::mutex> g(st_->mu);
-    err = st_->error;
-  }
+  t_stall += since(t);
+  std::exception_ptr err = st_->error_before(seq_);
   // The matched prefix becomes the start of this step's trace; the rest is traced eagerly.
   trace_.records.clear();
   for (const Hist& h : hist_) {
@@ -440,8 +439,9 @@ void CoExecSession::end_step() {
   exchange_executor(idle_.get());
   phase_ = Phase::Idle;
   cursor_.reset();
-  stats_.host_stall_s += stall_;
-  stats_.host_busy_s += since(t0_) - stall_;
+  double stall = t_stall - stall0_;
+  stats_.host_stall_s += stall;
+  stats_.host_busy_s += since(t0_) - stall;
   stats_.runner_busy_s = runner_->busy_s();
   stats_.runner_stall_s = runner_->stall_s();
 }

@@ -39,7 +39,6 @@ class CoExecSession {
   class TracingExec;
   class SkeletonExec;
   class IdleExec;
-  friend struct SkelPending;
 
   std::vector<Tensor> trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                  std::vector<TensorMeta>& meta, PhiloxKey rng, const trace::Location& loc);
@@ -54,7 +53,6 @@ class CoExecSession {
   void push_choice(uint32_t sw, uint32_t value);
   void push_loop_cond(const trace::Node* loop, bool iterate);
   void skip_until(RegionState& r, uint32_t upto);
-  void wait_done(StepState& st, uint64_t n);
   void sync_validated();
   void regenerate();
   void finish_trace();
@@ -72,6 +70,7 @@ class CoExecSession {
   Phase phase_ = Phase::Idle;
   bool converged_ = false;  // tracing found the graph covering the latest trace
   uint64_t step_uid_ = 0;
+  uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step
   uint64_t steps_sent_ = 0;  // steps handed to the runner
   // current step
   trace::Trace trace_;
@@ -85,7 +84,7 @@ class CoExecSession {
   uint64_t seq_ = 0;
   bool fell_back_ = false;
   std::chrono::steady_clock::time_point t0_;
-  double stall_ = 0;
+  double stall0_ = 0;  // host stall accumulated before this step began
   std::string explain_dir_;
 };
 

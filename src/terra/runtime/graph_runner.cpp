@@ -51,7 +51,9 @@ void GraphRunner::loop() {
     {
       std::lock_guard<std::mutex> g(st.mu);
       st.error = err;
+      st.error_pos = pos_;
       st.finished = true;
+      st.graph.reset();  // placeholders keep the step state; they must not keep the graph's variables
     }
     st.cv.notify_all();
     {
@@ -93,6 +95,17 @@ bool GraphRunner::take_loop_cond(uint32_t loop) {
   return m.value != 0;
 }
 
+// The runner ran ahead onto a path the host did not take (an input's producer did not run):
+// the host is about to fall back. Wait for its abort; anything else is an internal error.
+void GraphRunner::wait_for_abort(const std::string& why) {
+  for (;;) {
+    Message m = ch_.pop();
+    if (m.kind == Message::Abort) throw Abort{};
+    if (m.kind == Message::StepEnd || m.kind == Message::StepBegin || m.kind == Message::Shutdown)
+      throw std::runtime_error("[GraphRunner] internal: " + why);
+  }
+}
+
 Message GraphRunner::take_validate(uint32_t node) {
   Message m = ch_.pop();
   if (m.kind == Message::Abort) throw Abort{};
@@ -131,8 +144,8 @@ void GraphRunner::run_op(const graph::OpNode& op) {
     // Ages count executions as the host sees them, the current one included; the runner has not
     // pushed the current execution yet, so a node reading its own earlier output looks one closer.
     size_t age = s.node == op.node ? s.age - 1 : s.age;
-    if (age >= ring.size() || s.out >= ring[age].size())
-      throw std::runtime_error("[GraphRunner] internal: value of node " + std::to_string(s.node) + " is missing");
+    if (age >= ring.size() || s.out >= ring[age].size() || !ring[age][s.out].defined())
+      wait_for_abort("value of node " + std::to_string(s.node) + " is missing");
     return ring[age][s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {

@@ -37,6 +37,7 @@ class GraphRunner {
   int take_choice(uint32_t sw);
   bool take_loop_cond(uint32_t loop);
   Message take_validate(uint32_t node);
+  [[noreturn]] void wait_for_abort(const std::string& why);
 
   // Values of the current step: per node, its most recent executions (depth max_age + 1).
   std::vector<std::deque<std::vector<Tensor>>> env_;

@@ -17,7 +17,7 @@ struct LazyPending : PendingValue {
   LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<ValueCell> c, uint32_t o, int32_t i)
       : exec(e), batch(b), cell(std::move(c)), out(o), entry(i) {}
   void materialize(TensorImpl& t) override {
-    if (exec && exec->batch() == batch) exec->barrier();
+    if (cell->values.empty() && exec->batch() == batch) exec->barrier();  // values still owed
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
     const TensorImpl& v = *cell->values[out].impl();

@@ -15,6 +15,7 @@ namespace terra::runtime {
 class LazyExec : public Executor {
  public:
   explicit LazyExec(Stats& stats) : stats_(stats) {}
+  ~LazyExec() { barrier(); }  // placeholders may outlive the engine: leave none owing a value
   std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                           std::vector<TensorMeta>& meta, PhiloxKey rng) override;
   void on_fetch(const Tensor& t) override;

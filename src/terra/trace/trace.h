@@ -14,7 +14,14 @@ struct RecordSource {
   bool external = false;
   uint32_t rec = 0, out = 0;              // when !external
   std::shared_ptr<TensorImpl> tensor;     // when external: the tensor passed in
+  uint64_t key = 0;                       // when external: external_key() of it
 };
+
+// Identity of an external input for matching. A 0-d host value made inside the step (a literal
+// such as the 0.5 in `x * 0.5`) is keyed by its dtype and value, so the graph can bake it in as a
+// constant (as LazyTensor does); any other tensor is keyed by its identity.
+uint64_t external_key(TensorImpl& t, uint64_t step_first_id);
+inline bool is_constant_key(uint64_t key) { return key >> 63; }
 
 struct Record {
   const OpDef* op = nullptr;

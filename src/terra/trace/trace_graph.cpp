@@ -1,6 +1,7 @@
 #include "terra/trace/trace_graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_set>
@@ -239,6 +240,7 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
     target->attrs = rec.attrs;
     target->loc = rec.loc;
     target->sources.resize(rec.inputs.size());
+    target->variables.resize(rec.inputs.size());
     target->num_outputs = uint32_t(rec.out_meta.size());
     target->fetched.assign(rec.out_meta.size(), false);
   }
@@ -250,12 +252,29 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
   return target;
 }
 
+uint64_t external_key(TensorImpl& t, uint64_t step_first_id) {
+  if (t.id < step_first_id || !t.shape.empty() || t.requires_grad || t.grad_fn || !t.has_data()) return t.id;
+  double v = 0;
+  visit_dtype(t.dtype, [&](auto z) { v = double(*t.data_as<decltype(z)>()); });
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  uint64_t h = (bits * 0x9e3779b97f4a7c15ull) ^ (uint64_t(t.dtype) << 56) ^ (bits >> 29);
+  return h | (1ull << 63);
+}
+
+// A private copy of a baked-in constant: the program may keep and change its own tensor later.
+static std::shared_ptr<TensorImpl> constant_copy(const std::shared_ptr<TensorImpl>& t) {
+  Tensor c = empty(t->shape, t->dtype);
+  std::memcpy(c.impl()->data(), t->data(), itemsize(t->dtype));
+  return c.impl_ptr();
+}
+
 Source to_source(const RecordSource& rs, const std::vector<uint32_t>& rec_node, const std::vector<uint32_t>& rec_exec,
                  const std::vector<uint32_t>& exec_count) {
   Source s;
   if (rs.external) {
     s.kind = Source::Variable;
-    s.var_id = rs.tensor->id;
+    s.var_id = rs.key;
     return s;
   }
   s.kind = Source::Op;
@@ -277,11 +296,12 @@ bool add_source(Node& n, size_t input, const Source& s, const std::shared_ptr<Te
   bool other_var = std::any_of(set.begin(), set.end(), [](auto& x) { return x.kind == Source::Variable; });
   if (s.kind == Source::Variable && !other_var) {
     set.push_back(s);
-    n.variables.push_back(var);
+    n.variables[input] = is_constant_key(s.var_id) ? constant_copy(var) : var;
     return true;
   }
   // A different tensor each trace: host data, fed every step.
   std::erase_if(set, [](auto& x) { return x.kind == Source::Variable; });
+  n.variables[input].reset();
   set.push_back(Source{Source::External});
   return true;
 }

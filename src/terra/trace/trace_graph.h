@@ -36,7 +36,7 @@ struct Node {
   Attrs attrs;
   Location loc;
   std::vector<std::vector<Source>> sources;  // per input: producers seen in traces
-  std::vector<std::shared_ptr<TensorImpl>> variables;  // tensors of Variable sources, kept alive
+  std::vector<std::shared_ptr<TensorImpl>> variables;  // per input: the tensor of its Variable source
   std::vector<bool> fetched;                 // per output: a fetch point
   uint32_t num_outputs = 0;
 
