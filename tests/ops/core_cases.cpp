@@ -149,6 +149,17 @@ TERRA_OP_CASES(core) {
               for (auto& e : b) e = double(float(e));
               return matmul_ref(1, 8, 16, 8, a, b); },
             .tol = 1e-5, .gradcheck = false});
+  // Strides that fit no sgemm layout (step 2 along the last dim): the kernel copies the operand.
+  add_case({.name = "matmul/f32_strided", .ops = {"matmul"},
+            .inputs = {{{2, 3, 8}, DType::Float32}, {{2, 4, 5}, DType::Float32}},
+            .fn = [](const T& x) { return matmul(x[0].slice(-1, 0, 8, 2), x[1]); },
+            .reference = [](const std::vector<V>& v) {
+              V a, b(v[1].begin(), v[1].end());
+              for (int z = 0; z < 2; ++z) for (int i = 0; i < 3; ++i) for (int p = 0; p < 4; ++p)
+                a.push_back(double(float(v[0][size_t(z * 24 + i * 8 + 2 * p)])));
+              for (auto& e : b) e = double(float(e));
+              return matmul_ref(2, 3, 4, 5, a, b); },
+            .tol = 1e-5, .gradcheck = false});
   add_case({.name = "arange", .ops = {"arange"}, .inputs = {},
             .fn = [](const T&) { return arange(2, 11, 3, DType::Float64); },
             .reference = [](const std::vector<V>&) { return V{2, 5, 8}; }, .gradcheck = false});

@@ -86,30 +86,22 @@ void matmul(const KernelArgs& k) {
     bool ta, tb;
     int64_t lda, ldb;
     Tensor ca, cb;  // contiguous copies when an operand's strides fit no sgemm layout
-    if (!as_gemm_operand(M, K, ars, acs, ta, lda)) {
-      ca = cpu::contiguous_raw(k.in[0]);
-      pa = static_cast<char*>(ca.impl()->data());
-      std::fill(sa.begin(), sa.end(), 0);
-      Shape cs = contiguous_strides(A.shape);
+    // An operand whose last two dims fit no sgemm layout is copied to contiguous memory; its
+    // batch strides change with it.
+    auto densify = [&](const Tensor& t, int64_t rank, Shape& sbatch, char*& p, bool& trans, int64_t& ld, int64_t cols) {
+      Tensor c = cpu::contiguous_raw(t);
+      p = static_cast<char*>(c.impl()->data());
+      Shape cs = contiguous_strides(t.shape());
       for (size_t d = 0; d < batch.size(); ++d) {
-        int64_t da = int64_t(d) - (int64_t(batch.size()) - (ra - 2));
-        if (da >= 0 && A.shape[size_t(da)] != 1) sa[d] = cs[size_t(da)];
+        int64_t dt = int64_t(d) - (int64_t(batch.size()) - (rank - 2));
+        sbatch[d] = dt >= 0 && t.shape()[size_t(dt)] != 1 ? cs[size_t(dt)] : 0;
       }
-      ta = false;
-      lda = K;
-    }
-    if (!as_gemm_operand(K, N, brs, bcs, tb, ldb)) {
-      cb = cpu::contiguous_raw(k.in[1]);
-      pb = static_cast<char*>(cb.impl()->data());
-      std::fill(sb.begin(), sb.end(), 0);
-      Shape cs = contiguous_strides(B.shape);
-      for (size_t d = 0; d < batch.size(); ++d) {
-        int64_t db = int64_t(d) - (int64_t(batch.size()) - (rb - 2));
-        if (db >= 0 && B.shape[size_t(db)] != 1) sb[d] = cs[size_t(db)];
-      }
-      tb = false;
-      ldb = N;
-    }
+      trans = false;
+      ld = cols;
+      return c;
+    };
+    if (!as_gemm_operand(M, K, ars, acs, ta, lda)) ca = densify(k.in[0], ra, sa, pa, ta, lda, K);
+    if (!as_gemm_operand(K, N, brs, bcs, tb, ldb)) cb = densify(k.in[1], rb, sb, pb, tb, ldb, N);
     for (int64_t i = 0; i < nb; ++i) {
       int64_t oa, ob;
       batch_offsets(i, oa, ob);
