@@ -28,7 +28,6 @@ class CoExecSession {
 
   const trace::TraceGraph& trace_graph() const { return tg_; }
   const graph::SymbolicGraph* symbolic_graph() const { return sg_.get(); }
-  bool coexecuting() const { return phase_ == Phase::CoExec; }
 
  private:
   enum class Phase { Idle, Tracing, CoExec };

@@ -83,7 +83,6 @@ class Cursor {
   // True if the walk can end the step here (exits open loops, takes an edge to end).
   bool can_finish() const;
   void finish(std::vector<Event>* events);
-  std::vector<Frame>& frames() { return frames_; }
   std::vector<uint32_t>& exec_count() { return exec_count_; }
 
  private:
