@@ -1,7 +1,8 @@
 # Sourced by scripts/test.sh and scripts/run_demo.sh: installs the Debian packages terra needs,
 # only when one is missing (checked with dpkg -s), so reruns are fast.
 TERRA_DEB_PACKAGES=(cmake ninja-build g++ libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
-                    pybind11-dev python3-dev python3-torch python3-numpy)
+                    pybind11-dev python3-dev python3-torch python3-numpy
+                    ocl-icd-opencl-dev)  # dnnl-config.cmake needs OpenCL (only a Recommends of libdnnl-dev)
 
 terra_install_deps() {
   local missing=() p
