@@ -8,19 +8,6 @@
 #include "terra/core/random.h"
 
 namespace terra {
-namespace {
-thread_local Executor* t_executor = nullptr;
-}
-
-Executor* current_executor() { return t_executor; }
-Executor* exchange_executor(Executor* e) {
-  Executor* p = t_executor;
-  t_executor = e;
-  return p;
-}
-ExecutorScope::ExecutorScope(Executor* e) : prev_(t_executor) { t_executor = e; }
-ExecutorScope::~ExecutorScope() { t_executor = prev_; }
-
 std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
   if (op.has(kView)) {
@@ -99,7 +86,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
     }
   }
 
-  Executor* ex = t_executor;
+  Executor* ex = current_executor();
   std::vector<Tensor> out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
 
   if (node) {
@@ -124,12 +111,12 @@ Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs) {
 
 void fetch(const Tensor& t) {
   if (!t.defined()) throw std::invalid_argument("[fetch] reading the value of an undefined tensor");
-  if (t_executor) t_executor->on_fetch(t);
+  if (Executor* ex = current_executor()) ex->on_fetch(t);
   t.impl()->data();
 }
 
 Tensor mark_external(Tensor t) {
-  if (t_executor) t_executor->on_external(t);
+  if (Executor* ex = current_executor()) ex->on_external(t);
   return t;
 }
 

@@ -5,34 +5,10 @@
 #include <span>
 #include <vector>
 
+#include "terra/core/executor.h"
 #include "terra/core/op.h"
 
 namespace terra {
-
-class Executor {
- public:
-  virtual ~Executor() = default;
-  // Produce outputs for one call whose shapes were already inferred into `meta`.
-  virtual std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  std::vector<TensorMeta>& meta, PhiloxKey rng) = 0;
-  // The host is about to read `t` (item, to_vector, data_ptr): a fetch point.
-  virtual void on_fetch(const Tensor& t) { (void)t; }
-  // `t` was made from host data (tensor(...), scalars): a feed point.
-  virtual void on_external(const Tensor& t) { (void)t; }
-};
-
-Executor* current_executor();  // nullptr: eager
-Executor* exchange_executor(Executor* e);  // installs `e` on this thread, returns the previous one
-class ExecutorScope {          // installs an executor on this thread for the scope's life
- public:
-  explicit ExecutorScope(Executor* e);
-  ~ExecutorScope();
-  ExecutorScope(const ExecutorScope&) = delete;
-  ExecutorScope& operator=(const ExecutorScope&) = delete;
-
- private:
-  Executor* prev_;
-};
 
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs = {});
 Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs = {});

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace terra::runtime {
 
@@ -17,8 +18,52 @@ std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p) {
     return c;
   }
   auto c = std::make_shared<ValueCell>();
+  if (error && p >= error_pos) c->error = error;
   cells[p] = c;
   return c;
+}
+
+void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
+  std::lock_guard<std::mutex> g(mu);
+  error = err;
+  error_pos = pos;
+  for (uint64_t p = pos; p < cells.size(); ++p)
+    if (auto c = cells[p].lock()) c->error = err;
+}
+
+Tensor FeedValue::resolve() const {
+  if (!cell) return tensor;
+  if (cell->error) throw PropagatedError{cell->error};
+  if (out >= cell->values.size() || !cell->values[out].defined())
+    throw std::runtime_error("[coexec] a value fed to this step was never computed (its step was abandoned)");
+  return cell->values[out];
+}
+
+namespace {
+template <class E>
+bool try_rethrow(std::exception_ptr err, const std::string& context) {
+  try {
+    std::rethrow_exception(err);
+  } catch (const E& e) {
+    throw E(std::string(e.what()) + context);
+  } catch (...) {
+  }
+  return false;
+}
+}  // namespace
+
+void rethrow_with_context(std::exception_ptr err, const std::string& context) {
+  // Most derived first: the program sees the exception type eager would have raised.
+  try_rethrow<std::invalid_argument>(err, context);
+  try_rethrow<std::out_of_range>(err, context);
+  try_rethrow<std::domain_error>(err, context);
+  try_rethrow<std::length_error>(err, context);
+  try_rethrow<std::overflow_error>(err, context);
+  try_rethrow<std::underflow_error>(err, context);
+  try_rethrow<std::range_error>(err, context);
+  try_rethrow<std::runtime_error>(err, context);
+  try_rethrow<std::logic_error>(err, context);
+  std::rethrow_exception(err);
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "terra/core/op.h"
@@ -14,13 +15,22 @@
 namespace terra::graph {
 struct SymbolicGraph;
 }
+namespace terra::trace {
+class TraceGraph;
+}
 
 namespace terra::runtime {
 
-// Outputs of one op instance, shared with the host's placeholders.
+// Outputs of one op instance, shared with the host's placeholders. `error` is set instead of the
+// values when the op (or one before it in its step) failed: reading the cell re-raises it.
 struct ValueCell {
   std::vector<Tensor> values;
+  std::exception_ptr error;
 };
+
+// Re-raises `err` as the same exception type with `context` appended to its message (the user's
+// call site of the op that failed on the runner); types it does not know are rethrown unchanged.
+[[noreturn]] void rethrow_with_context(std::exception_ptr err, const std::string& context);
 
 struct StepState {
   uint64_t uid = 0;
@@ -35,6 +45,12 @@ struct StepState {
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
+  const trace::TraceGraph* tg = nullptr;  // names the failed op's call site (unchanged while steps run)
+  // Host-only: the host is done with this step (ended, aborted or fell back) after validating
+  // `validated` ops, and whether the step's error already reached the program.
+  bool host_ended = false;
+  uint64_t validated = 0;
+  bool error_raised = false;
   // The failure belongs to the program only if the host validated that op; a speculative op past
   // the host's path may fail (or lack an input) just before the host falls back.
   std::exception_ptr error_before(uint64_t validated) {
@@ -46,6 +62,14 @@ struct StepState {
   std::shared_ptr<ValueCell> host_cell(uint64_t p);
   // Runner: stores outputs of position `p` where the host may still read them.
   void runner_store(uint64_t p, const std::vector<Tensor>& outs);
+  // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
+  // position and later ones carry the error (so do cells the host creates for them later).
+  void runner_fail(uint64_t pos, std::exception_ptr err);
+};
+
+// Thrown by a feed whose producer failed: the runner passes the producer's error on unchanged.
+struct PropagatedError {
+  std::exception_ptr error;
 };
 
 // A feed: a host tensor, or a value of an earlier step the host only holds a placeholder for.
@@ -53,7 +77,9 @@ struct FeedValue {
   Tensor tensor;
   std::shared_ptr<ValueCell> cell;
   uint32_t out = 0;
-  Tensor resolve() const { return cell ? cell->values.at(out) : tensor; }
+  // Raises the producer's error if it failed (the same exception object: a value that depended
+  // on a failed op re-raises that op's error, never an internal one).
+  Tensor resolve() const;
 };
 
 struct Message {

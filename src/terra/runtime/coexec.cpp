@@ -29,7 +29,10 @@ static void wait_step(StepState& st, uint64_t n) {
   st.host_waiting.store(false);
   t_stall += since(t);
   if (st.done.load() < n)
-    if (auto err = st.error_before(n)) std::rethrow_exception(err);
+    if (auto err = st.error_before(n)) {
+      st.error_raised = true;
+      std::rethrow_exception(err);
+    }
 }
 
 // A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step.
@@ -42,6 +45,7 @@ struct SkelPending : PendingValue {
       : step(std::move(st)), cell(std::move(c)), out(o), seq(q) {}
   void materialize(TensorImpl& t) override {
     wait_step(*step, seq + 1);
+    if (cell->error) std::rethrow_exception(cell->error);  // its step failed before computing it
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
                                " was never computed (its step was abandoned before it ran)");
@@ -66,6 +70,7 @@ class CoExecSession::TracingExec : public Executor {
     TensorImpl* i = t.impl();
     if (i->trace_step == s_.step_uid_ && i->trace_rec < s_.trace_.records.size())
       s_.trace_.records[i->trace_rec].fetched[i->trace_out] = true;
+    s_.raise_pending(false);  // a fetch is where an earlier step's error reaches the program
   }
 
  private:
@@ -95,7 +100,7 @@ class CoExecSession::IdleExec : public Executor {
     s_.sync_all();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  void on_fetch(const Tensor&) override { s_.sync_all(); }
+  void on_fetch(const Tensor&) override { s_.raise_pending(true); }
 
  private:
   CoExecSession& s_;
@@ -106,13 +111,57 @@ CoExecSession::CoExecSession(Stats& stats)
       runner_(std::make_unique<GraphRunner>()),
       tracing_(std::make_unique<TracingExec>(*this)),
       skeleton_(std::make_unique<SkeletonExec>(*this)),
-      idle_(std::make_unique<IdleExec>(*this)) {
-  prev_ = exchange_executor(idle_.get());
+      idle_(std::make_unique<IdleExec>(*this)),
+      stack_(ExecutorStack::of_this_thread()) {
+  install(idle_.get());
 }
 
 CoExecSession::~CoExecSession() {
-  sync_all();
-  exchange_executor(prev_);
+  close_quietly();
+  stack_->remove(installed_);
+}
+
+void CoExecSession::install(Executor* e) {
+  if (installed_) stack_->replace(installed_, e);
+  else stack_->push(e);
+  installed_ = e;
+}
+
+void CoExecSession::raise_pending(bool wait) {
+  if (wait) {
+    if (phase_ == Phase::CoExec) sync_validated();  // inside a step: the step is not over yet
+    else sync_all();
+  }
+  while (!inflight_.empty()) {
+    StepState& st = *inflight_.front();
+    std::exception_ptr err;
+    {
+      std::lock_guard<std::mutex> g(st.mu);
+      if (!st.finished || !st.host_ended) return;  // nor can later steps have
+      if (st.error && st.error_pos < st.validated && !st.error_raised) err = st.error;
+    }
+    st.error_raised = true;
+    inflight_.pop_front();
+    if (err) std::rethrow_exception(err);
+  }
+}
+
+void CoExecSession::synchronize() { raise_pending(true); }
+
+void CoExecSession::close_quietly() noexcept {
+  try {
+    sync_all();
+    for (;;) {
+      try {
+        raise_pending(false);
+        break;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "[terra] an error the GraphRunner computed was never seen by the program (engine destroyed "
+                             "before a fetch or synchronize()): %s\n", e.what());
+      }
+    }
+  } catch (...) {
+  }
 }
 
 void CoExecSession::explain(const std::string& what) {
@@ -168,6 +217,8 @@ void CoExecSession::begin_step() {
     st_ = std::make_shared<StepState>();
     st_->uid = step_uid_;
     st_->graph = sg_;
+    st_->tg = &tg_;
+    inflight_.push_back(st_);
     cursor_ = std::make_unique<trace::Cursor>(tg_, true);
     regions_.assign(1, RegionState{graph::SymbolicGraph::kRootRegion, 0});
     Message m;
@@ -175,12 +226,12 @@ void CoExecSession::begin_step() {
     m.step = st_;
     runner_->channel().push(std::move(m));
     steps_sent_++;
-    exchange_executor(skeleton_.get());
+    install(skeleton_.get());
   } else {
     sync_all();
-    phase_ = Phase::Tracing;
+    phase_ = disabled_ ? Phase::Disabled : Phase::Tracing;
     st_.reset();
-    exchange_executor(tracing_.get());
+    install(disabled_ ? static_cast<Executor*>(idle_.get()) : tracing_.get());
   }
 }
 
@@ -365,6 +416,7 @@ std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const T
 
 void CoExecSession::on_fetch(const Tensor& t) {
   TensorImpl* i = t.impl();
+  if (phase_ == Phase::CoExec) st_->validated = seq_;
   if (i->trace_step == step_uid_ && phase_ == Phase::CoExec) {
     const trace::Node* n = tg_.node(hist_[i->trace_rec].node);
     if (!n->fetched[i->trace_out]) {
@@ -375,6 +427,7 @@ void CoExecSession::on_fetch(const Tensor& t) {
     }
   }
   sync_validated();
+  raise_pending(false);  // every earlier step finished: their errors reach the program here
 }
 
 void CoExecSession::fall_back(const std::string& why) {
@@ -382,6 +435,8 @@ void CoExecSession::fall_back(const std::string& why) {
   explain("fallback in step " + std::to_string(stats_.steps) + " after " + std::to_string(seq_) +
           " matched ops: " + why);
   st_->abort_at.store(seq_);
+  st_->validated = seq_;
+  st_->host_ended = true;
   Message m;
   m.kind = Message::Abort;
   runner_->channel().push(std::move(m));
@@ -389,6 +444,7 @@ void CoExecSession::fall_back(const std::string& why) {
   runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
   std::exception_ptr err = st_->error_before(seq_);
+  if (err) st_->error_raised = true;
   // The matched prefix becomes the start of this step's trace; the rest is traced eagerly.
   trace_.records.clear();
   for (const Hist& h : hist_) {
@@ -404,7 +460,7 @@ void CoExecSession::fall_back(const std::string& why) {
   }
   phase_ = Phase::Tracing;
   fell_back_ = true;
-  exchange_executor(tracing_.get());
+  install(tracing_.get());
   if (err) std::rethrow_exception(err);
 }
 
@@ -413,6 +469,8 @@ void CoExecSession::finish_trace() {
   bool changed = tg_.merge(trace_, &why);
   stats_.traces++;
   if (changed) explain("trace of step " + std::to_string(stats_.steps) + " extended the TraceGraph: " + why);
+  note_growth(changed);
+  if (disabled_) return;
   if (fell_back_) {
     regenerate();  // resume co-execution at once with a graph that holds this trace
     converged_ = true;
@@ -424,9 +482,19 @@ void CoExecSession::finish_trace() {
 }
 
 void CoExecSession::end_step() {
+  if (phase_ == Phase::Disabled) {
+    phase_ = Phase::Idle;
+    install(idle_.get());
+    stats_.host_busy_s += since(t0_);
+    raise_pending(false);
+    return;
+  }
   if (phase_ == Phase::CoExec && !cursor_->can_finish())
     fall_back("the step ended where the graph expects more ops");
   if (phase_ == Phase::CoExec) {
+    st_->validated = seq_;
+    st_->host_ended = true;
+    note_growth(false);
     events_.clear();
     cursor_->finish(&events_);
     send_events();
@@ -436,7 +504,7 @@ void CoExecSession::end_step() {
   } else {
     finish_trace();
   }
-  exchange_executor(idle_.get());
+  install(idle_.get());
   phase_ = Phase::Idle;
   cursor_.reset();
   double stall = t_stall - stall0_;
@@ -444,17 +512,40 @@ void CoExecSession::end_step() {
   stats_.host_busy_s += since(t0_) - stall;
   stats_.runner_busy_s = runner_->busy_s();
   stats_.runner_stall_s = runner_->stall_s();
+  raise_pending(false);  // errors already known reach the program at the step's end
+}
+
+// A TraceGraph extended by most recent steps is not converging (e.g. a new shape every step): it
+// would grow without bound, so co-execution stops for this engine and its memory is released.
+void CoExecSession::note_growth(bool extended) {
+  growth_bits_ = (growth_bits_ << 1) | (extended ? 1 : 0);
+  constexpr int kWindow = 64, kMaxExtending = 48;
+  constexpr size_t kMaxNodes = 200000;
+  bool never_converges = stats_.steps + 1 >= kWindow && __builtin_popcountll(growth_bits_) >= kMaxExtending;
+  if (disabled_ || !(never_converges || tg_.num_nodes() > kMaxNodes)) return;
+  sync_all();
+  disabled_ = true;
+  stats_.coexec_disabled = true;
+  explain("co-execution stopped for this engine: the TraceGraph kept growing without converging (" +
+          std::to_string(__builtin_popcountll(growth_bits_)) + " of the last " + std::to_string(kWindow) +
+          " steps extended it; " + std::to_string(tg_.num_nodes()) + " nodes); later steps run eagerly");
+  tg_ = trace::TraceGraph();
+  sg_.reset();
+  converged_ = false;
+  cursor_.reset();
 }
 
 void CoExecSession::abort_step() {
   if (phase_ == Phase::CoExec) {
+    st_->validated = seq_;
+    st_->host_ended = true;
     st_->abort_at.store(seq_);
     Message m;
     m.kind = Message::Abort;
     runner_->channel().push(std::move(m));
     runner_->wait_steps_finished(steps_sent_);
   }
-  exchange_executor(idle_.get());
+  install(idle_.get());
   phase_ = Phase::Idle;
   cursor_.reset();
   trace_.records.clear();

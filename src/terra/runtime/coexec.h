@@ -4,6 +4,7 @@
 // A call the graph does not hold makes the step fall back to tracing, invisibly.
 #pragma once
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,13 +25,15 @@ class CoExecSession {
   void end_step();
   void abort_step();  // an exception escaped the step: variables stay at exactly the eager state
   void sync_all();    // waits until the runner has executed everything sent to it
+  void synchronize();  // sync_all, then raises the first runner error the program has not seen
+  void close_quietly() noexcept;  // the engine is going away: sync, report unseen errors on stderr
   void set_explain(const std::string& dir) { explain_dir_ = dir; }
 
   const trace::TraceGraph& trace_graph() const { return tg_; }
   const graph::SymbolicGraph* symbolic_graph() const { return sg_.get(); }
 
  private:
-  enum class Phase { Idle, Tracing, CoExec };
+  enum class Phase { Idle, Tracing, CoExec, Disabled };
   struct Hist {  // one validated op of the current step; its inputs are hist_inputs_[first, first+count)
     uint32_t node, exec;
     uint32_t first, count;
@@ -56,6 +59,11 @@ class CoExecSession {
   void regenerate();
   void finish_trace();
   void explain(const std::string& what);
+  void install(Executor* e);  // replaces this session's entry on its thread's executor stack
+  // Raises the error of the oldest finished step that failed and was not raised yet; `wait`
+  // first waits for every step sent to the runner.
+  void raise_pending(bool wait);
+  void note_growth(bool extended);  // gives co-execution up when the TraceGraph never converges
 
   Stats& stats_;
   trace::TraceGraph tg_;
@@ -64,10 +72,14 @@ class CoExecSession {
   std::unique_ptr<TracingExec> tracing_;
   std::unique_ptr<SkeletonExec> skeleton_;
   std::unique_ptr<IdleExec> idle_;
-  Executor* prev_ = nullptr;
+  std::shared_ptr<ExecutorStack> stack_;  // of the thread that created the session
+  Executor* installed_ = nullptr;
+  std::deque<std::shared_ptr<StepState>> inflight_;  // co-executed steps whose errors are unchecked
+  uint64_t growth_bits_ = 0;  // last 64 steps: 1 = the step's trace extended the TraceGraph
 
   Phase phase_ = Phase::Idle;
-  bool converged_ = false;  // tracing found the graph covering the latest trace
+  bool converged_ = false;
+  bool disabled_ = false;  // co-execution given up (see note_growth)  // tracing found the graph covering the latest trace
   uint64_t step_uid_ = 0;
   uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step
   uint64_t steps_sent_ = 0;  // steps handed to the runner

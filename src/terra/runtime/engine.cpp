@@ -35,6 +35,9 @@ class EngineImpl {
     if (m == Mode::Lazy) lazy_ = std::make_unique<runtime::LazyExec>(stats_);
     if (const char* dir = std::getenv("TERRA_EXPLAIN")) set_explain(dir);
   }
+  ~EngineImpl() {
+    if (co_) co_->close_quietly();  // errors nobody will see again are reported, never thrown
+  }
 
   void check_thread(const char* what) const {
     if (std::this_thread::get_id() != owner_)
@@ -51,7 +54,10 @@ class EngineImpl {
     t0_ = std::chrono::steady_clock::now();
     try {
       if (co_) co_->begin_step();
-      if (lazy_) prev_ = exchange_executor(lazy_.get());
+      if (lazy_) {
+        if (!stack_) stack_ = ExecutorStack::of_this_thread();
+        stack_->push(lazy_.get());
+      }
     } catch (...) {
       in_step_ = false;
       trace::set_step_base(prev_base_);
@@ -59,8 +65,17 @@ class EngineImpl {
     }
   }
 
+  // Ends the step; with `exception` false it raises errors the step (or an earlier one) computed
+  // that surfaced only now, after the engine's state is consistent again.
   void end(bool exception) {
     if (!in_step_) return;
+    if (std::this_thread::get_id() != owner_) {
+      // A step ended on another thread: the engine's thread-local state is not reachable from here.
+      in_step_ = false;
+      if (co_) co_->abort_step();
+      if (lazy_) stack_->remove(lazy_.get());
+      throw std::invalid_argument("[Engine] a step ended on a thread other than the one that began it (abandoned)");
+    }
     in_step_ = false;
     trace::set_step_base(prev_base_);
     stats_.steps++;
@@ -70,17 +85,16 @@ class EngineImpl {
       return;
     }
     if (lazy_) {
-      exchange_executor(prev_);
-      if (!exception) lazy_->barrier();
-      else lazy_->barrier();  // values recorded before the exception are still owed to the program
+      stack_->remove(lazy_.get());
+      lazy_->barrier(/*raise=*/!exception);  // values recorded before an exception are still owed
     }
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     stats_.host_busy_s += dt;
   }
 
   void synchronize() {
-    if (co_) co_->sync_all();
-    if (lazy_) lazy_->barrier();
+    if (co_) co_->synchronize();
+    if (lazy_) lazy_->barrier(/*raise=*/true);
   }
 
   void set_explain(const std::string& dir) {
@@ -92,18 +106,17 @@ class EngineImpl {
   std::thread::id owner_;
   std::unique_ptr<runtime::CoExecSession> co_;
   std::unique_ptr<runtime::LazyExec> lazy_;
-  Executor* prev_ = nullptr;
+  std::shared_ptr<ExecutorStack> stack_;
   void* prev_base_ = nullptr;
   bool in_step_ = false;
   std::chrono::steady_clock::time_point t0_;
 };
 
-Step::Step(EngineImpl* e, void*) : engine_(e), uncaught_(std::uncaught_exceptions()) {}
-Step::Step(Step&& o) noexcept : engine_(o.engine_), uncaught_(o.uncaught_) { o.engine_ = nullptr; }
+Step::Step(std::shared_ptr<EngineImpl> e) : engine_(std::move(e)), uncaught_(std::uncaught_exceptions()) {}
+Step::Step(Step&& o) noexcept : engine_(std::move(o.engine_)), uncaught_(o.uncaught_) {}
 Step::~Step() noexcept(false) {
   if (!engine_) return;
-  EngineImpl* e = engine_;
-  engine_ = nullptr;
+  std::shared_ptr<EngineImpl> e = std::move(engine_);
   bool unwinding = std::uncaught_exceptions() > uncaught_;
   if (unwinding) {
     try {
@@ -116,32 +129,32 @@ Step::~Step() noexcept(false) {
 }
 void Step::end() {
   if (!engine_) return;
-  EngineImpl* e = engine_;
-  engine_ = nullptr;
+  std::shared_ptr<EngineImpl> e = std::move(engine_);
   e->end(false);
 }
 
 void Step::abort() {
   if (!engine_) return;
-  EngineImpl* e = engine_;
-  engine_ = nullptr;
+  std::shared_ptr<EngineImpl> e = std::move(engine_);
   e->end(true);
 }
 
-Engine::Engine(Mode mode) : impl_(std::make_unique<EngineImpl>(mode)) {}
+Engine::Engine(Mode mode) : impl_(std::make_shared<EngineImpl>(mode)) {}
+// A Step still alive keeps the engine's state; it is released when that step ends.
 Engine::~Engine() = default;
 
 __attribute__((noinline)) Step Engine::step() {
   // The caller's frame pointer: frames at or above it are outside the step.
   void* base = static_cast<void**>(__builtin_frame_address(0))[0];
   impl_->begin(base);
-  return Step(impl_.get(), base);
+  return Step(impl_);
 }
 
 Stats Engine::stats() const { return impl_->stats_; }
 const runtime::CoExecSession* Engine::coexec() const { return impl_->co_.get(); }
 Mode Engine::mode() const { return impl_->mode_; }
 void Engine::synchronize() { impl_->synchronize(); }
+void Engine::close() { impl_->synchronize(); }
 void Engine::set_explain(const std::string& dir) { impl_->set_explain(dir); }
 
 }  // namespace terra

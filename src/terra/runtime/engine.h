@@ -22,6 +22,9 @@ struct Stats {
   double host_busy_s = 0, host_stall_s = 0;      // host thread: running the program / waiting on fetches
   double runner_busy_s = 0, runner_stall_s = 0;  // GraphRunner: executing / waiting for feeds and choices
   int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
+  // Co-execution stopped for this engine: its TraceGraph kept growing without converging (every
+  // later step runs eagerly; TERRA_EXPLAIN says why).
+  bool coexec_disabled = false;
 };
 
 class Engine;
@@ -38,8 +41,8 @@ class Step {
 
  private:
   friend class Engine;
-  explicit Step(EngineImpl* e, void* base_frame);
-  EngineImpl* engine_;
+  explicit Step(std::shared_ptr<EngineImpl> e);
+  std::shared_ptr<EngineImpl> engine_;  // a step keeps its engine's state alive (any destruction order)
   int uncaught_;
 };
 
@@ -47,6 +50,9 @@ class Engine {
  public:
   explicit Engine(Mode mode);
   ~Engine();
+  // Waits for the runner and raises an error it computed that the program has not seen yet (a
+  // destructor cannot raise: ~Engine reports such an error on stderr instead).
+  void close();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -54,7 +60,8 @@ class Engine {
   __attribute__((noinline)) Step step();
   Stats stats() const;
   Mode mode() const;
-  // Waits until every queued op ran (co-execution) / pending work is evaluated (lazy).
+  // Waits until every queued op ran (co-execution) / pending work is evaluated (lazy), and raises
+  // the first error the runner computed that the program has not seen yet.
   void synchronize();
   // Prints why each fallback happened and dumps graphs as Graphviz DOT into `dir` ("" = off).
   // The environment variable TERRA_EXPLAIN=dir does the same for every engine.
@@ -64,7 +71,7 @@ class Engine {
   const runtime::CoExecSession* coexec() const;
 
  private:
-  std::unique_ptr<EngineImpl> impl_;
+  std::shared_ptr<EngineImpl> impl_;
 };
 
 }  // namespace terra

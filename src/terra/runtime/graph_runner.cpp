@@ -1,11 +1,13 @@
 #include "terra/runtime/graph_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
 #include "terra/core/dispatch.h"
+#include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {
 
@@ -39,19 +41,21 @@ void GraphRunner::loop() {
     auto t0 = std::chrono::steady_clock::now();
     double stall0 = ch_.waited_s();
     std::exception_ptr err;
+    cur_node_ = kNoNode;
     try {
       run_step(st);
     } catch (Abort&) {
+    } catch (PropagatedError& p) {
+      err = p.error;  // an input's producer failed: the same error, not a new one
     } catch (...) {
-      err = std::current_exception();
+      err = with_call_site(std::current_exception(), st);
     }
     env_.clear();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     busy_s_.store(busy_s_.load() + dt - (ch_.waited_s() - stall0));
+    if (err) st.runner_fail(pos_, err);  // no op of the step past this one runs: it ends as eager would
     {
       std::lock_guard<std::mutex> g(st.mu);
-      st.error = err;
-      st.error_pos = pos_;
       st.finished = true;
       st.graph.reset();  // placeholders keep the step state; they must not keep the graph's variables
     }
@@ -61,6 +65,22 @@ void GraphRunner::loop() {
       steps_finished_++;
     }
     cv_.notify_all();
+  }
+}
+
+// The error as the op raised it, with the user's call site of that op appended once.
+std::exception_ptr GraphRunner::with_call_site(std::exception_ptr err, const StepState& st) const {
+  std::string where = " (computed by the GraphRunner";
+  if (cur_node_ != kNoNode && st.tg && cur_node_ < st.tg->num_nodes()) {
+    const trace::Location& loc = st.tg->node(cur_node_)->loc;
+    bool native = std::find(loc.frames.begin(), loc.frames.end(), uintptr_t(0)) == loc.frames.end();
+    if (native && !loc.frames.empty()) where += "; op called at " + loc.str();  // Python frames: not symbolizable here
+  }
+  where += ")";
+  try {
+    rethrow_with_context(err, where);
+  } catch (...) {
+    return std::current_exception();
   }
 }
 
@@ -162,7 +182,9 @@ void GraphRunner::run_op(const graph::OpNode& op) {
     }
   }
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
+  cur_node_ = op.node;
   std::vector<Tensor> outs = exec_.run_op(op, in, v.rng);
+  cur_node_ = kNoNode;
   auto& ring = env_[op.node];
   ring.push_front(outs);
   if (ring.size() > size_t(g_->max_age[op.node]) + 1) ring.pop_back();

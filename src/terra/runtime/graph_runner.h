@@ -38,12 +38,15 @@ class GraphRunner {
   bool take_loop_cond(uint32_t loop);
   Message take_validate(uint32_t node);
   [[noreturn]] void wait_for_abort(const std::string& why);
+  std::exception_ptr with_call_site(std::exception_ptr err, const StepState& st) const;
 
   // Values of the current step: per node, its most recent executions (depth max_age + 1).
   std::vector<std::deque<std::vector<Tensor>>> env_;
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;
   uint64_t pos_ = 0;
+  static constexpr uint32_t kNoNode = ~0u;
+  uint32_t cur_node_ = kNoNode;  // TraceGraph node of the op being run (names a failure's call site)
   BlockExecutor exec_;
 
   Channel ch_;

@@ -17,7 +17,10 @@ struct LazyPending : PendingValue {
   LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<ValueCell> c, uint32_t o, int32_t i)
       : exec(e), batch(b), cell(std::move(c)), out(o), entry(i) {}
   void materialize(TensorImpl& t) override {
-    if (cell->values.empty() && exec->batch() == batch) exec->barrier();  // values still owed
+    // Cells of a batch that ran hold values or an error, so `exec` is only used while it owes
+    // this value (an engine's destruction runs its last barrier first).
+    if (cell->values.empty() && !cell->error && exec->batch() == batch) exec->barrier();
+    if (cell->error) std::rethrow_exception(cell->error);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
     const TensorImpl& v = *cell->values[out].impl();
@@ -81,7 +84,7 @@ uint64_t LazyExec::canonical_hash(const std::vector<Entry>& entries) {
   return h;
 }
 
-void LazyExec::barrier() {
+void LazyExec::barrier(bool raise) {
   if (pending_.empty()) return;
   std::vector<Entry> work;
   work.swap(pending_);
@@ -97,15 +100,24 @@ void LazyExec::barrier() {
     it = cache_.emplace(h, std::move(b)).first;
   }
   const Block& block = it->second;
-  for (size_t k = 0; k < work.size(); ++k) {
-    Entry& e = work[k];
-    std::vector<Tensor> in(e.inputs.size());
-    for (size_t i = 0; i < in.size(); ++i) {
-      const Ref& r = block.refs[k][i];
-      in[i] = r.entry >= 0 ? work[size_t(r.entry)].cell->values[r.out] : e.inputs[i];
+  size_t k = 0;
+  try {
+    for (; k < work.size(); ++k) {
+      Entry& e = work[k];
+      std::vector<Tensor> in(e.inputs.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        const Ref& r = block.refs[k][i];
+        in[i] = r.entry >= 0 ? work[size_t(r.entry)].cell->values[r.out] : e.inputs[i];
+        // An earlier batch's value: materialized here (its error raised here), never in a kernel.
+        if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
+      }
+      std::vector<TensorMeta> meta = e.op->infer(in, e.attrs);
+      e.cell->values = execute_eager(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false);
     }
-    std::vector<TensorMeta> meta = e.op->infer(in, e.attrs);
-    e.cell->values = execute_eager(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false);
+  } catch (...) {
+    std::exception_ptr err = std::current_exception();
+    for (; k < work.size(); ++k) work[k].cell->error = err;
+    if (raise) throw;
   }
 }
 

@@ -15,11 +15,14 @@ namespace terra::runtime {
 class LazyExec : public Executor {
  public:
   explicit LazyExec(Stats& stats) : stats_(stats) {}
-  ~LazyExec() { barrier(); }  // placeholders may outlive the engine: leave none owing a value
+  ~LazyExec() { barrier(/*raise=*/false); }  // placeholders may outlive the engine: none stays owed
   std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                           std::vector<TensorMeta>& meta, PhiloxKey rng) override;
   void on_fetch(const Tensor& t) override;
-  void barrier();  // evaluates everything pending
+  // Evaluates everything pending, in program order. An op that fails stops it there, as eager
+  // stops at that op: its cell and every later one carry the error (reading them re-raises it);
+  // `raise` rethrows it here too.
+  void barrier(bool raise = true);
   uint64_t batch() const { return batch_; }
 
  private:

@@ -1,0 +1,72 @@
+// A program whose traces never converge (a new shape every step) must not make co-execution grow
+// without bound: the engine stops co-executing it, releases the TraceGraph and runs it eagerly.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <terra/terra.h>
+
+using namespace terra;
+namespace F = terra::nn::functional;
+
+namespace {
+
+double rss_mib() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return double(resident) * 4096.0 / (1024.0 * 1024.0);
+}
+
+// Every step a new batch size and a reshape whose attribute carries it: each trace is new.
+void changing_shapes_step(nn::Linear& fc, optim::SGD& opt, int s) {
+  int64_t b = 1 + (s * 7919) % 512;
+  Tensor x = randn({b * 2, 16});
+  for (int k = 0; k < 8; ++k) x = x.reshape({b * 32}).reshape({b, 32}) * 1.0;  // shapes carried as attributes
+  Tensor y = tensor(std::vector<int64_t>(size_t(b), 1), {b});
+  Tensor loss = F::cross_entropy(fc(x), y);
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+  if (s % 10 == 0) loss.item<float>();
+}
+
+}  // namespace
+
+TEST(BoundedMemory, NeverConvergingTracesStopCoExecutionAndKeepRssFlat) {
+  manual_seed(0);
+  nn::Linear fc(32, 8);
+  optim::SGD opt(fc.parameters(), 0.01);
+  Engine eng(Mode::CoExecution);
+  double at200 = 0;
+  for (int s = 0; s < 2000; ++s) {
+    auto st = eng.step();
+    changing_shapes_step(fc, opt, s);
+    if (s == 199) at200 = rss_mib();
+  }
+  eng.synchronize();
+  double at2000 = rss_mib();
+  Stats stats = eng.stats();
+  std::printf("[bounded-memory] RSS %.1f MiB at step 200, %.1f MiB at step 2000; traces %lld, coexec_disabled %d\n",
+              at200, at2000, (long long)stats.traces, int(stats.coexec_disabled));
+  EXPECT_TRUE(stats.coexec_disabled);
+  EXPECT_LE(stats.traces, 80) << "co-execution must stop tracing a program that never converges";
+  EXPECT_LT(at2000 - at200, 8.0) << "RSS grew from " << at200 << " to " << at2000 << " MiB";
+}
+
+// A program that converges is never given up, however long it runs.
+TEST(BoundedMemory, ConvergingProgramKeepsCoExecuting) {
+  manual_seed(0);
+  nn::Linear fc(32, 8);
+  optim::SGD opt(fc.parameters(), 0.01);
+  Engine eng(Mode::CoExecution);
+  for (int s = 0; s < 300; ++s) {
+    auto st = eng.step();
+    changing_shapes_step(fc, opt, s % 3);  // three shapes, over and over
+  }
+  eng.synchronize();
+  EXPECT_FALSE(eng.stats().coexec_disabled);
+  EXPECT_LE(eng.stats().traces, 8);
+}
