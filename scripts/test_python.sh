@@ -16,7 +16,7 @@ cmake --build "$BUILD" -j "$JOBS" --target terra_python
 
 export PYTHONPATH="$(pwd)/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 status=0
-for suite in tests/python/test_conformance.py tests/python/test_api.py; do
+for suite in tests/python/test_conformance.py tests/python/test_api.py tests/python/test_runner_errors.py; do
   echo "== $suite"
   (cd tests/python && "$PY" "$(basename "$suite")") || status=1
 done

@@ -108,10 +108,18 @@ void bind_engine(py::module_& m) {
         d["runner_stall_s"] = s.runner_stall_s;
         d["lazy_cache_hits"] = s.lazy_cache_hits;
         d["lazy_cache_misses"] = s.lazy_cache_misses;
+        d["coexec_disabled"] = s.coexec_disabled;
         return d;
       })
       .def_property_readonly("mode", [](const Engine& e) { return std::string(mode_name(e.mode())); })
-      .def("synchronize", &Engine::synchronize)
+      .def("synchronize", &Engine::synchronize,
+           "Waits for queued work and raises the first error computed in the graph that was not raised yet.")
+      .def("close", &Engine::close, "synchronize(); an error never raised is reported on stderr at destruction instead")
+      .def("__enter__", [](Engine& e) -> Engine& { return e; }, py::return_value_policy::reference)
+      .def("__exit__", [](Engine& e, py::object type, py::object, py::object) {
+        if (type.is_none()) e.close();  // `with terra.Engine(...) as eng:` raises unseen errors at its end
+        return false;
+      })
       .def("set_explain", &Engine::set_explain, py::arg("dir"));
 }
 

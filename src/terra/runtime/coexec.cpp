@@ -91,16 +91,25 @@ class CoExecSession::SkeletonExec : public Executor {
   CoExecSession& s_;
 };
 
-// Between steps: anything the program runs sees the runner's results first.
+// Live sessions: an eager op between steps may read variables any of them is still updating.
+static std::mutex g_sessions_mu;
+static std::vector<CoExecSession*> g_sessions;
+
+// Between steps: anything the program runs sees the runners' results first (every engine's:
+// two engines may train the same parameters).
 class CoExecSession::IdleExec : public Executor {
  public:
   explicit IdleExec(CoExecSession& s) : s_(s) {}
   std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                           std::vector<TensorMeta>& meta, PhiloxKey rng) override {
     s_.sync_all();
+    s_.sync_other_sessions();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  void on_fetch(const Tensor&) override { s_.raise_pending(true); }
+  void on_fetch(const Tensor& t) override {
+    s_.raise_pending(true);
+    s_.sync_other_sessions();
+  }
 
  private:
   CoExecSession& s_;
@@ -114,11 +123,32 @@ CoExecSession::CoExecSession(Stats& stats)
       idle_(std::make_unique<IdleExec>(*this)),
       stack_(ExecutorStack::of_this_thread()) {
   install(idle_.get());
+  std::lock_guard<std::mutex> g(g_sessions_mu);
+  g_sessions.push_back(this);
 }
 
 CoExecSession::~CoExecSession() {
+  {
+    std::lock_guard<std::mutex> g(g_sessions_mu);
+    g_sessions.erase(std::find(g_sessions.begin(), g_sessions.end(), this));
+  }
   close_quietly();
   stack_->remove(installed_);
+}
+
+void CoExecSession::sync_other_sessions() {
+  std::vector<CoExecSession*> others;
+  {
+    std::lock_guard<std::mutex> g(g_sessions_mu);
+    if (g_sessions.size() > 1) others = g_sessions;
+  }
+  for (CoExecSession* o : others)
+    if (o != this && o->stack_ == stack_) o->sync_for_eager();
+}
+
+void CoExecSession::sync_for_eager() {
+  if (phase_ == Phase::CoExec) sync_validated();  // mid-step (steps of two engines interleaved)
+  else sync_all();
 }
 
 void CoExecSession::install(Executor* e) {

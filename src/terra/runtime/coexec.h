@@ -25,6 +25,7 @@ class CoExecSession {
   void end_step();
   void abort_step();  // an exception escaped the step: variables stay at exactly the eager state
   void sync_all();    // waits until the runner has executed everything sent to it
+  void sync_for_eager();  // what an eager op outside this session's steps must wait for
   void synchronize();  // sync_all, then raises the first runner error the program has not seen
   void close_quietly() noexcept;  // the engine is going away: sync, report unseen errors on stderr
   void set_explain(const std::string& dir) { explain_dir_ = dir; }
@@ -59,6 +60,7 @@ class CoExecSession {
   void regenerate();
   void finish_trace();
   void explain(const std::string& what);
+  void sync_other_sessions();  // engines of this thread: two may train the same parameters
   void install(Executor* e);  // replaces this session's entry on its thread's executor stack
   // Raises the error of the oldest finished step that failed and was not raised yet; `wait`
   // first waits for every step sent to the runner.
