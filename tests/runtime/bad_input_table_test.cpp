@@ -69,6 +69,7 @@ struct Outcome {
   std::string where, type, msg;  // where: call | fetch | step-end (where the bad step's exception surfaced)
   std::string values;            // describe() of the result when nothing was raised
   std::string state;             // "params <hash>" or "error: ..." (a good step or the final read failed)
+  std::string graph;             // co-execution: "graph" if a symbolic graph existed when the bad step began
 };
 
 // The training program around one case, in one mode.
@@ -95,6 +96,7 @@ Outcome run_case(const BadCase& c, Mode mode) {
         state_error = "error: step " + std::to_string(s) + " threw " + type + ": " + one_line(msg);
       }
     };
+    if (bad && mode == Mode::CoExecution && engine.stats().graph_generations > 0) o.graph = "graph";
     try {
       Step step = engine.step();
       opt.zero_grad();
@@ -140,8 +142,8 @@ TEST(BadInputChild, RunFromEnv) {
     std::printf("@@B\t%zu\n", i);
     std::fflush(stdout);
     Outcome o = run_case(cases[i], mode);
-    std::printf("@@R\t%zu\t%d\t%s\t%s\t%s\t%s\t%s\n", i, int(o.raised), o.where.c_str(), o.type.c_str(),
-                o.msg.c_str(), o.values.c_str(), o.state.c_str());
+    std::printf("@@R\t%zu\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, int(o.raised), o.where.c_str(), o.type.c_str(),
+                o.msg.c_str(), o.values.c_str(), o.state.c_str(), o.graph.c_str());
     std::fflush(stdout);
   }
 }
@@ -156,7 +158,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> f;
   std::stringstream ss(line);
   for (std::string x; std::getline(ss, x, '\t');) f.push_back(x);
-  while (f.size() < 9) f.push_back("");
+  while (f.size() < 10) f.push_back("");
   return f;
 }
 
@@ -175,7 +177,7 @@ std::vector<CaseRun> run_mode(const char* mode, size_t n) {
         auto f = split_tabs(*line);
         CaseRun& r = runs[std::stoul(f[1])];
         r.kind = CaseRun::Done;
-        r.o = Outcome{f[2] == "1", f[3], f[4], f[5], f[6], f[7]};
+        r.o = Outcome{f[2] == "1", f[3], f[4], f[5], f[6], f[7], f[8]};
         next = std::stoul(f[1]) + 1;
         current = -1;
       }
@@ -268,6 +270,7 @@ TEST(BadInputTable, EveryCaseEveryMode) {
         continue;
       }
       std::string bad = judge_outcome(c, eager.o, r.o, m == 0);
+      if (m == 2 && r.o.graph.empty()) bad += "(the good steps built no symbolic graph: the bad call missed the skeleton) ";
       std::string bad_state;
       if (r.o.state.rfind("params ", 0) != 0) bad_state = r.o.state;
       else if (r.o.state != eager.o.state) bad_state = "parameters differ from eager's after the program";

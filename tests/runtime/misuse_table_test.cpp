@@ -374,33 +374,35 @@ std::vector<MisuseCase> misuse_cases() {
     }
     return Obs{n.params()};
   }});
-  c.push_back({"synchronize_inside_and_outside_steps", [](Mode m) {
-    manual_seed(3);
-    Engine e(m);
-    Net n;
-    Obs obs;
-    e.synchronize();
-    for (int k = 0; k < 6; ++k) {
-      {
-        Step s = e.step();
-        n.opt.zero_grad();
-        Tensor loss = n.forward_loss();
-        if (k >= 2) {
-          try {
-            e.synchronize();
-          } catch (const std::exception& ex) {
-            if (!clear(ex)) fail("synchronize inside a step: unclear exception: " + what(ex));
+  for (bool inside : {false, true}) {
+    c.push_back({inside ? "synchronize_inside_a_step" : "synchronize_between_steps", [inside](Mode m) {
+      manual_seed(3);
+      Engine e(m);
+      Net n;
+      e.synchronize();
+      for (int k = 0; k < 6; ++k) {
+        {
+          Step s = e.step();
+          n.opt.zero_grad();
+          Tensor loss = n.forward_loss();
+          if (inside && k >= 2) {
+            try {
+              e.synchronize();
+            } catch (const std::exception& ex) {
+              if (!clear(ex)) fail("synchronize inside a step: unclear exception: " + what(ex));
+            }
           }
+          loss.backward();
+          n.opt.step();
         }
-        loss.backward();
-        n.opt.step();
+        if (!inside) {
+          e.synchronize();
+          e.synchronize();
+        }
       }
-      e.synchronize();
-      e.synchronize();
-    }
-    obs.push_back(n.params());
-    return obs;
-  }});
+      return Obs{n.params()};
+    }});
+  }
   return c;
 }
 
