@@ -128,6 +128,26 @@ void shape_rows(const Adder& add) {
   add("randint/range", {"randint"}, [] { return randint(5, 5, {3}); });
   add("arange/step0", {"arange"}, [] { return arange(0, 5, 0); });
   add("eye/negative", {"eye"}, [] { return eye(-1); });
+  add("argmin/dim", {"argmin"}, [] { return argmin(F({2, 3}), -3); });
+  add("dropout_mask/p", {"dropout_mask", "dropout"}, [] { return dropout_mask({3}, 2.0); });
+  add("gelu_backward/shapes", {"gelu_backward"}, [] { return gelu_backward(F({3}), F({4})); });
+  add("softmax_backward/shapes", {"softmax_backward"}, [] { return softmax_backward(F({2, 3}), F({3, 2}), 1); });
+  add("log_softmax_backward/shapes", {"log_softmax_backward", "log_softmax"},
+      [] { return log_softmax_backward(F({2, 3}), F({2, 4}), 1); });
+  add("conv2d_backward_input/channels", {"conv2d_backward_input"}, [] {
+    return conv2d_backward_input(F({1, 2, 3, 3}), F({2, 3, 3, 3}), {1, 4, 5, 5}, {1, 1}, {0, 0}, {1, 1}, 1);
+  });
+  add("conv2d_backward_weight/channels", {"conv2d_backward_weight"}, [] {
+    return conv2d_backward_weight(F({1, 2, 3, 3}), F({1, 4, 5, 5}), {2, 3, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1);
+  });
+  add("avg_pool2d_backward/shapes", {"avg_pool2d_backward"},
+      [] { return avg_pool2d_backward(F({1, 1, 2, 2}), {1, 1, 7, 7}, {2, 2}, {2, 2}, {0, 0}, true); });
+  add("adaptive_avg_pool2d_backward/rank", {"adaptive_avg_pool2d_backward"},
+      [] { return adaptive_avg_pool2d_backward(F({4}), {1, 1, 4, 4}); });
+  add("upsample_nearest2d_backward/rank", {"upsample_nearest2d_backward"},
+      [] { return upsample_nearest2d_backward(F({3, 3}), {1, 1, 2, 2}); });
+  add("bce_logits_backward/shapes", {"binary_cross_entropy_with_logits_backward"},
+      [] { return binary_cross_entropy_with_logits_backward(F({}), F({3}), F({4})); });
   add("zeros/negative_dim", {"zeros", "full"}, [] { return zeros({2, -3}); });
   add("full/negative_dim", {"full"}, [] { return full({-1}, 2.0); });
 }
@@ -190,6 +210,18 @@ void index_rows(const Adder& add) {
   add("cross_entropy/class_negative", {"cross_entropy", "nll_loss"}, [] { return cross_entropy(F({2, 3}), I({0, -5}, {2})); });
   add("nll_loss/class_too_big", {"nll_loss"}, [] { return nll_loss(F({2, 3}), I({7, 0}, {2})); });
   add("nll_loss/class_int64_min", {"nll_loss"}, [] { return nll_loss(F({2, 3}), I({kMin, 0}, {2})); });
+  // The gradients' scatters write where the indices say: out-of-range ones must be refused, not written.
+  add("index_select_backward/too_big", {"index_select_backward"},
+      [] { return index_select_backward(F({2, 2}), {3, 2}, 0, I({0, 3}, {2})); });
+  add("gather_backward/too_big", {"gather_backward"},
+      [] { return gather_backward(F({3, 1}), {3, 2}, 1, I({0, 2, 0}, {3, 1})); });
+  add("embedding_backward/too_big", {"embedding_backward"}, [] { return embedding_backward(F({2, 2}), I({1, 4}, {2}), 4); });
+  add("embedding_backward/negative", {"embedding_backward"},
+      [] { return embedding_backward(F({2, 2}), I({-3, 1}, {2}), 4); });
+  add("nll_loss_backward/too_big", {"nll_loss_backward", "nll_loss"},
+      [] { return nll_loss_backward(F({}), I({0, 5}, {2}), {2, 3}, -100, 1); });
+  add("max_pool2d_backward/too_big", {"max_pool2d_backward"},
+      [] { return max_pool2d_backward(F({1, 1, 1, 1}), I({99}, {1, 1, 1, 1}), {1, 1, 2, 2}); });
   add("select/too_big", {"select"}, [] { return F({3}).select(0, 3); });
   add("select/negative", {"select"}, [] { return F({2, 3}).select(1, -4); });
 }
@@ -224,6 +256,7 @@ void overflow_rows(const Adder& add) {
 // Eager defines the answer: the same values, or the same error, in every mode.
 void empty_rows(const Adder& add) {
   add("max_all/empty", {"max_all", "max"}, [] { return max(F({0})); });
+  add("min_all/empty", {"min_all", "min"}, [] { return min(F({0, 2})); });
   add("argmax/empty", {"argmax"}, [] { return argmax(F({0, 3})); });
   add("mean/empty", {"mean", "sum", "div"}, [] { return F({0}).mean(); });
   add("sum/empty_dim", {"sum"}, [] { return F({0, 3}).sum({1}); });
@@ -275,6 +308,16 @@ void nan_rows(const Adder& add) {
   add("upsample_nearest2d/nan", {"upsample_nearest2d"}, [X] { return upsample_nearest2d(X().reshape({1, 1, 2, 3}), 2.0); });
   add("gelu/inf", {"gelu"}, [X] { return gelu(X()); });
   add("softplus/inf", {"softplus"}, [X] { return softplus(X()); });
+  add("pow_scalar/nan", {"pow_scalar"}, [X] { return pow(X(), 0.5); });
+  add("leaky_relu/nan", {"leaky_relu"}, [X] { return leaky_relu(X()); });
+  add("sigmoid/inf", {"sigmoid"}, [X] { return sigmoid(X()); });
+  add("tanh/inf", {"tanh"}, [X] { return tanh(X()); });
+  add("abs/nan", {"abs"}, [X] { return abs(X()); });
+  add("rsqrt/zero_inf", {"rsqrt"}, [X] { return rsqrt(X()); });
+  add("logical_not/nan", {"logical_not"}, [X] { return logical_not(X()); });
+  add("cast/nan_to_int64", {"cast"}, [X] { return X().to(DType::Int64); });
+  add("fill_/nan", {"fill_"}, [] { Tensor t = F({3}); t.fill_(kNaN); return t; });
+  add("min_all/nan", {"min_all", "min"}, [X] { return min(X()); });
 }
 
 }  // namespace
