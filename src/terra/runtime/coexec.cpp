@@ -70,7 +70,6 @@ class CoExecSession::TracingExec : public Executor {
     TensorImpl* i = t.impl();
     if (i->trace_step == s_.step_uid_ && i->trace_rec < s_.trace_.records.size())
       s_.trace_.records[i->trace_rec].fetched[i->trace_out] = true;
-    s_.raise_pending(false);  // a fetch is where an earlier step's error reaches the program
   }
 
  private:
@@ -456,8 +455,9 @@ void CoExecSession::on_fetch(const Tensor& t) {
       return;
     }
   }
+  // An earlier step's error is raised at this step's end, not here: the fetched value does not
+  // depend on it, and the step's body then runs to its end exactly as in eager.
   sync_validated();
-  raise_pending(false);  // every earlier step finished: their errors reach the program here
 }
 
 void CoExecSession::fall_back(const std::string& why) {
