@@ -1,6 +1,10 @@
 #include "terra/runtime/graph_runner.h"
 
+#include <cxxabi.h>
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -68,13 +72,38 @@ void GraphRunner::loop() {
   }
 }
 
+namespace {
+// The frames of a C++ call site outside terra itself, demangled: where the program called the op.
+std::string user_frames(const trace::Location& loc) {
+  static Dl_info self{};
+  static const bool have_self = dladdr(reinterpret_cast<void*>(&user_frames), &self) != 0;
+  std::string out;
+  int shown = 0;
+  for (uintptr_t f : loc.frames) {
+    if (f == 0) return "";  // a binding's frames follow (Python): not symbolizable from here
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(f), &info)) continue;
+    if (have_self && info.dli_fbase == self.dli_fbase) continue;  // inside libterra
+    std::string name = info.dli_sname ? info.dli_sname : "?";
+    int status = 0;
+    if (char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
+      name = d;
+      std::free(d);
+    }
+    if (auto p = name.find('('); p != std::string::npos) name.resize(p);  // drop the parameter list
+    out += (shown ? " <- " : "") + name;
+    if (++shown == 3) break;
+  }
+  return out;
+}
+}  // namespace
+
 // The error as the op raised it, with the user's call site of that op appended once.
 std::exception_ptr GraphRunner::with_call_site(std::exception_ptr err, const StepState& st) const {
   std::string where = " (computed by the GraphRunner";
   if (cur_node_ != kNoNode && st.tg && cur_node_ < st.tg->num_nodes()) {
-    const trace::Location& loc = st.tg->node(cur_node_)->loc;
-    bool native = std::find(loc.frames.begin(), loc.frames.end(), uintptr_t(0)) == loc.frames.end();
-    if (native && !loc.frames.empty()) where += "; op called at " + loc.str();  // Python frames: not symbolizable here
+    std::string frames = user_frames(st.tg->node(cur_node_)->loc);
+    if (!frames.empty()) where += "; op called from " + frames;
   }
   where += ")";
   try {
