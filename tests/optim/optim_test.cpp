@@ -120,7 +120,7 @@ TEST(Optim, StateTensorsAreCreatedOnceAndUpdatedInPlace) {
   Tensor p = tensor({1.f, 2.f}, {2}).requires_grad_();
   optim::Adam opt({p}, 0.1);
   std::vector<Tensor> before = opt.state();
-  ASSERT_EQ(before.size(), 3u);  // step count, exp_avg, exp_avg_sq
+  ASSERT_EQ(before.size(), 4u);  // step count, the parameter's step count, exp_avg, exp_avg_sq
   for (int s = 0; s < 3; ++s) {
     opt.zero_grad();
     (p * p).sum().backward();

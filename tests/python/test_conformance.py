@@ -449,6 +449,56 @@ class TestRandom(unittest.TestCase):
             check_close(self, trv, prv, TOL[dtype], "running_var")
 
 
+# ---- optimizers: terra.optim vs torch.optim (they own the ops adam_step_scalars, sgd_dampening_factor)
+class TestOptim(unittest.TestCase):
+    OPS = ("adam_step_scalars", "sgd_dampening_factor")
+
+    def _run(self, lib, make, dtype, steps=6):
+        """f(p) = sum(c * (p - t)^2) on two parameters; the second has no gradient on step 2."""
+        rng = np.random.default_rng(5)
+        vals = [rng.uniform(-2, 2, size=s).astype(_np_dtype(dtype)) for s in ((3, 4), (5,))]
+        cs = [rng.uniform(0.5, 2, size=v.shape).astype(v.dtype) for v in vals]
+        if lib is terra:
+            ps = [terra.tensor(v, dtype=getattr(terra, dtype)).requires_grad_() for v in vals]
+            cs = [terra.tensor(c, dtype=getattr(terra, dtype)) for c in cs]
+        else:
+            ps = [torch.tensor(v).requires_grad_() for v in vals]
+            cs = [torch.tensor(c) for c in cs]
+        opt = make(lib, ps)
+        for s in range(steps):
+            opt.zero_grad(set_to_none=True)  # torch 1.13's default keeps zero gradients: it would step
+            for k, (p, c) in enumerate(zip(ps, cs)):
+                if k == 1 and s == 2:
+                    continue
+                (c * (p - 0.25) * (p - 0.25)).sum().backward()
+            opt.step()
+        return ps
+
+    def test_adam_adamw_sgd_dampening_match_torch(self):
+        makers = {
+            "adam": lambda lib, ps: lib.optim.Adam(ps, lr=0.05, betas=(0.8, 0.99), weight_decay=0.02),
+            "adamw": lambda lib, ps: lib.optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+            "sgd_dampening": lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.3,
+                                                           weight_decay=0.01),
+        }
+        for name, make in makers.items():
+            for dtype in ("float32", "float64"):
+                got, want = self._run(terra, make, dtype), self._run(torch, make, dtype)
+                for k, (g, w) in enumerate(zip(got, want)):
+                    check_close(self, g, w.detach(), TOL[dtype], f"{name} {dtype} parameter {k}")
+
+    def test_step_counts_are_tensors(self):
+        p = terra.tensor(np.ones(3, dtype=np.float32)).requires_grad_()
+        opt = terra.optim.Adam([p], lr=0.1)
+        for _ in range(4):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        self.assertEqual(opt._cpp.step_count, 4)
+        counts = [t.item() for t in opt.state_tensors()[:2]]  # step count, the parameter's count
+        self.assertEqual(counts, [4.0, 4.0])
+
+
 class TestCoverage(unittest.TestCase):
     def test_every_registered_and_exposed_op_has_a_case(self):
         covered = set()
@@ -458,6 +508,7 @@ class TestCoverage(unittest.TestCase):
                         "rand_like", "randn_like", "batch_norm"})  # TestRandom
         # Exposed helpers that are not ops of their own: checked where they are used.
         covered.update({"sum_to"})
+        covered.update(TestOptim.OPS)
         missing_registered = sorted(set(terra._terra._registered_ops()) - covered)
         missing_exposed = sorted(set(terra._terra._exposed_ops()) - covered)
         self.assertEqual(missing_registered, [], "registered ops without a conformance case")

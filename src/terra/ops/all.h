@@ -14,4 +14,5 @@
 #include "terra/ops/random_ops.h"
 #include "terra/ops/softmax.h"
 #include "terra/ops/norm.h"
+#include "terra/ops/optim_ops.h"
 #include "terra/ops/pool.h"

@@ -1,6 +1,5 @@
 #include "terra/optim/adam.h"
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -8,6 +7,7 @@
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/elementwise.h"
+#include "terra/ops/optim_ops.h"
 
 namespace terra::optim {
 
@@ -32,7 +32,7 @@ Adam::Adam(std::vector<Tensor> params, double lr, std::pair<double, double> beta
     exp_avg_.push_back(zeros_like(p));
     exp_avg_sq_.push_back(zeros_like(p));
   }
-  param_steps_.assign(params_.size(), 0);
+  make_param_step_tensors();
 }
 
 std::vector<Tensor> Adam::state() const {
@@ -45,11 +45,13 @@ std::vector<Tensor> Adam::state() const {
 void Adam::step() {
   begin_step();
   NoGradGuard ng;
+  Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's step scalars
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    const double t = double(++param_steps_[i]);
+    if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
+    const Tensor& t = count_param_step(i);
     if (weight_decay != 0.0) {
       if (decoupled_) p.mul_(1.0 - lr_ * weight_decay);
       else g = g + p * weight_decay;
@@ -59,11 +61,11 @@ void Adam::step() {
     m.mul_(beta1).add_(g, 1.0 - beta1);
     v.mul_(beta2);
     add_inplace(v, g * (g * (1.0 - beta2)));
-    // Bias corrections from the host step counter, in torch's order of operations.
-    const double bc1 = 1.0 - std::pow(beta1, t);
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(beta2, t));
-    Tensor denom = sqrt(v) / bc2_sqrt + eps;
-    add_inplace(p, (m / denom) * (-lr_ / bc1));
+    // Bias corrections from the count tensor (in-graph), in torch's order of operations:
+    // sc = {sqrt(1 - beta2^t), -lr / (1 - beta1^t)}, each rounded once to p's dtype.
+    std::vector<Tensor> sc = adam_step_scalars(t, lr, beta1, beta2, p.dtype());
+    Tensor denom = sqrt(v) / sc[0] + eps;
+    add_inplace(p, (m / denom) * sc[1]);
   }
 }
 

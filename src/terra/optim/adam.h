@@ -28,7 +28,6 @@ class Adam : public Optimizer {
  private:
   bool decoupled_;  // AdamW: decay the weights directly instead of adding to the gradient
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
-  std::vector<int64_t> param_steps_;  // for the bias corrections (host side)
 };
 
 // Decoupled weight decay: p *= 1 - lr * weight_decay before the Adam update.

@@ -31,10 +31,28 @@ void Optimizer::zero_grad() {
   for (const Tensor& p : params_) p.set_grad(Tensor());
 }
 
+int64_t Optimizer::step_count() const { return int64_t(step_tensor_.item<double>()); }
+
+std::vector<Tensor> Optimizer::state() const {
+  std::vector<Tensor> s{step_tensor_};
+  s.insert(s.end(), param_steps_.begin(), param_steps_.end());
+  return s;
+}
+
 void Optimizer::begin_step() {
-  ++steps_;
   NoGradGuard ng;
   step_tensor_.add_(1.0);
+}
+
+void Optimizer::make_param_step_tensors() {
+  NoGradGuard ng;
+  param_steps_.clear();
+  for (size_t i = 0; i < params_.size(); ++i) param_steps_.push_back(zeros({}, DType::Float64));
+}
+
+const Tensor& Optimizer::count_param_step(size_t i) {
+  NoGradGuard ng;
+  return param_steps_.at(i).add_(1.0);
 }
 
 }  // namespace terra::optim

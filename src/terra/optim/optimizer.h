@@ -1,7 +1,8 @@
-// Optimizer base. State (momentum buffers, Adam moments, the step counter) lives in tensors created
+// Optimizer base. All state (momentum buffers, Adam moments, step counters) lives in tensors created
 // once at construction and updated in place with ordinary ops under NoGradGuard, so the graph
-// modes can treat it as variables. step() never reads a tensor value back to the host: per-step
-// factors (learning rate, bias corrections) are host doubles passed to the ops as scalars.
+// modes treat it as variables and a step that fails on the runner leaves it as eager would. No
+// host counter influences a value: factors that depend on the step count (bias corrections,
+// dampening) are computed by ops from the count tensors. step() never reads a tensor value back.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,20 +28,27 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
   double lr() const { return lr_; }
   void set_lr(double lr);
-  // Number of step() calls so far (host counter) and the same count as a float64 0-d tensor.
-  int64_t step_count() const { return steps_; }
+  // Number of step() calls so far, as a float64 0-d tensor and read back (a fetch point).
   const Tensor& step_tensor() const { return step_tensor_; }
+  int64_t step_count() const;
+  // Per-parameter step counts (float64 0-d; a step where the parameter had no gradient does not
+  // count), kept by the optimizers whose update depends on them (Adam; SGD with dampening), else empty.
+  const std::vector<Tensor>& param_step_tensors() const { return param_steps_; }
   // Every state tensor this optimizer updates in place (for checkpoints and the graph modes).
-  virtual std::vector<Tensor> state() const { return {step_tensor_}; }
+  virtual std::vector<Tensor> state() const;
 
  protected:
-  // Counts the step in both counters; call once at the start of step().
+  // Counts the step in step_tensor(); call once at the start of step().
   void begin_step();
+  // Creates a zero count per parameter (constructors of optimizers that need them).
+  void make_param_step_tensors();
+  // Counts a step of parameter i (an in-place op) and returns its count tensor.
+  const Tensor& count_param_step(size_t i);
 
   std::vector<Tensor> params_;
   double lr_;
-  int64_t steps_ = 0;
   Tensor step_tensor_;
+  std::vector<Tensor> param_steps_;
   std::string who_;
 };
 

@@ -6,6 +6,7 @@
 #include "terra/autograd/grad_mode.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
+#include "terra/ops/optim_ops.h"
 
 namespace terra::optim {
 
@@ -20,7 +21,8 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampenin
     throw std::invalid_argument("[optim::SGD] invalid weight_decay " + std::to_string(weight_decay));
   if (nesterov && (momentum <= 0.0 || dampening != 0.0))
     throw std::invalid_argument("[optim::SGD] nesterov momentum requires a momentum and zero dampening");
-  param_steps_.assign(params_.size(), 0);
+  // Only the dampened momentum update depends on the step count (its first step differs).
+  if (momentum != 0.0 && dampening != 0.0) make_param_step_tensors();
   if (momentum != 0.0) {
     NoGradGuard ng;
     for (const Tensor& p : params_) momentum_buffers_.push_back(zeros_like(p));
@@ -40,7 +42,6 @@ void SGD::step() {
     const Tensor& p = params_[i];
     Tensor d = p.grad();
     if (!d.defined()) continue;
-    ++param_steps_[i];
     if (weight_decay != 0.0) d = d + p * weight_decay;
     if (momentum != 0.0) {
       const Tensor& buf = momentum_buffers_[i];
@@ -50,7 +51,7 @@ void SGD::step() {
       if (dampening == 0.0) {
         buf.add_(d);
       } else {
-        add_inplace(buf, d * (param_steps_[i] == 1 ? 1.0 : 1.0 - dampening));
+        add_inplace(buf, d * sgd_dampening_factor(count_param_step(i), dampening, d.dtype()));
       }
       d = nesterov ? d + buf * momentum : buf;
     }

@@ -16,12 +16,13 @@ class SGD : public Optimizer {
   void step() override;
   std::vector<Tensor> state() const override;
 
-  double momentum, dampening, weight_decay;
+  // momentum and dampening decide which state exists (buffers, step counts): fixed at construction.
+  const double momentum, dampening;
+  double weight_decay;
   bool nesterov;
 
  private:
   std::vector<Tensor> momentum_buffers_;  // one per parameter when momentum != 0
-  std::vector<int64_t> param_steps_;      // steps each parameter took (grads can be missing)
 };
 
 }  // namespace terra::optim
