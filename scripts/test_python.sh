@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python binding (terra._terra, for Debian's /usr/bin/python3 3.11) into build/ and runs
-# the Python suites with that interpreter: the torch conformance suite, the API tests and the
-# bad-input table.
+# every Python suite (tests/python/test_*.py) with that interpreter: the torch conformance suite,
+# the API tests, the bad-input table, runner errors, value checks, sizes.
 # Usage: scripts/test_python.sh [build-dir]   (default: build/, the same folder scripts/test.sh uses)
 # Exits non-zero if the build or any test fails.
 set -euo pipefail

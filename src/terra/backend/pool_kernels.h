@@ -7,6 +7,8 @@ namespace terra::kernels {
 
 void max_pool2d(const KernelArgs& k);                     // in: x         out: y, indices (int64, h*W+w)
 void max_pool2d_backward(const KernelArgs& k);            // in: gy, idx   out: gx
+// Its check_values hook: every index must address the input plane (the kernel scatters there).
+void max_pool2d_backward_values(std::span<const Tensor> in, const Attrs& a);
 void avg_pool2d(const KernelArgs& k);                     // in: x         out: y
 void avg_pool2d_backward(const KernelArgs& k);            // in: gy        out: gx
 void adaptive_avg_pool2d(const KernelArgs& k);            // in: x         out: y

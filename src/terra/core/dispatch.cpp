@@ -27,6 +27,19 @@ std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, c
   return out;
 }
 
+// True when `t`'s host bytes are its current value: host-fed or computed eagerly, not a graph
+// placeholder and not the target of an in-place write a graph mode still owes.
+static bool value_on_host(const Tensor& t) {
+  const TensorImpl* i = t.impl();
+  return i->has_data() && !i->storage->deferred_write.load(std::memory_order_relaxed);
+}
+
+static void check_values(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+  for (size_t k = 0; k < in.size() && k < 32; ++k)
+    if ((op.check_inputs >> k & 1u) && !value_on_host(in[k])) return;  // the kernel raises it later
+  op.check_values(in, attrs);
+}
+
 static autograd::Edge edge_of(const Tensor& t) {
   TensorImpl* i = t.impl();
   if (i->grad_fn) return {i->grad_fn, i->output_nr, nullptr};
@@ -86,8 +99,12 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
     }
   }
 
+  // Value errors the kernel would raise, raised here where the values are known: at the call site
+  // in every mode, after exactly the checks that precede the kernel in eager.
+  if (op.check_values) check_values(op, in, attrs);
   Executor* ex = current_executor();
   std::vector<Tensor> out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
+  if (ex && op.has(kInplace) && in[0].impl()->storage) in[0].impl()->storage->deferred_write.store(true);
 
   if (node) {
     node->out_meta.reserve(out.size());

@@ -55,6 +55,9 @@ struct OpDef {
   using KernelFn = void (*)(const KernelArgs& args);
   using ViewFn = Tensor (*)(const Tensor& in, const Attrs& attrs);
   using GradFn = std::vector<Tensor> (*)(const GradArgs& args);
+  // Raises the kernel's own value-dependent error (index out of range, integer division by zero)
+  // before the call is handed on, so graph modes raise it at the call site as eager does.
+  using CheckValuesFn = void (*)(std::span<const Tensor> in, const Attrs& attrs);
 
   const char* name;
   uint32_t flags = 0;
@@ -62,6 +65,10 @@ struct OpDef {
   KernelFn kernel = nullptr;  // computing ops
   ViewFn view = nullptr;      // kView ops
   GradFn grad = nullptr;      // null: not differentiable
+  // Called by dispatch() only when every input in `check_inputs` (bit k: input k) has its current
+  // value on the host; otherwise the kernel raises the same error where it runs.
+  CheckValuesFn check_values = nullptr;
+  uint32_t check_inputs = 0;
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
 };

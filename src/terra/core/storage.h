@@ -19,6 +19,9 @@ struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   std::atomic<uint64_t> version{0};
+  // A graph mode recorded an in-place write here: the host bytes may be stale (or being written
+  // by the GraphRunner) from then on, so host-side value checks never read them. Sticky.
+  std::atomic<bool> deferred_write{false};
 };
 
 }  // namespace terra

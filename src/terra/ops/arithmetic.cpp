@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "terra/backend/cpu/loops.h"
 #include "terra/core/dispatch.h"
@@ -31,6 +32,21 @@ std::vector<TensorMeta> infer_inplace(const char* op, std::span<const Tensor> in
   return {{in[0].shape(), in[0].dtype()}};
 }
 
+// a / b that never traps: integers truncate and INT64_MIN / -1 wraps to INT64_MIN (what torch's
+// INT64_MIN * -1 and neg give, and numpy's //); a zero divisor was refused before, 0 is a guard.
+template <class T>
+T safe_div(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return b && a;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if (b == -1) return T(0 - static_cast<std::make_unsigned_t<T>>(a));
+    return a / b;
+  } else {
+    return a / b;
+  }
+}
+
 template <class F>
 void binary_kernel(const KernelArgs& k, F f) {
   visit_dtype(k.out[0].dtype(), [&](auto z) {
@@ -54,8 +70,33 @@ void binary_kernel(const KernelArgs& k, F f) {
 TERRA_BINARY(add, a + b)
 TERRA_BINARY(sub, a - b)
 TERRA_BINARY(mul, a * b)
-TERRA_BINARY(div, a / b)
+TERRA_BINARY(div, safe_div(a, b))
 #undef TERRA_BINARY
+
+// Integer division by zero traps (SIGFPE) in C++: refuse it, as torch's ZeroDivisionError does.
+// One serial pass over the divisor's own elements; the kernel and the check_values hook share it.
+void check_divisor(const char* op, const Tensor& a, const Tensor& b) {
+  if (is_floating(b.dtype())) return;
+  bool zero = false;
+  visit_dtype(b.dtype(), [&](auto z) {
+    using T = decltype(z);
+    cpu::scan_values<T>(*b.impl(), [&](T v, int64_t) { return zero = v == T(0); });
+  });
+  if (zero)
+    throw std::invalid_argument(std::string("[") + op + "] integer division by zero: the " + dtype_name(b.dtype()) +
+                                " divisor of shape " + shape_str(b.shape()) + " has a zero element (dividend of shape " +
+                                shape_str(a.shape()) + ")");
+}
+void values_div(std::span<const Tensor> in, const Attrs&) { check_divisor("div", in[0], in[1]); }
+void values_div_(std::span<const Tensor> in, const Attrs&) { check_divisor("div_", in[0], in[1]); }
+void kernel_div_out(const KernelArgs& k) {
+  values_div(k.in, k.attrs);
+  kernel_div(k);
+}
+void kernel_div_inplace(const KernelArgs& k) {
+  values_div_(k.in, k.attrs);
+  kernel_div(k);
+}
 
 std::vector<Tensor> grad_add(const GradArgs& g) {
   return {sum_to(g.grad_out[0], g.in_meta[0].shape), sum_to(g.grad_out[0], g.in_meta[1].shape)};
@@ -85,8 +126,9 @@ const OpDef kAdd{.name = "add", .flags = kElementwise, .infer = infer_add, .kern
 const OpDef kSub{.name = "sub", .flags = kElementwise, .infer = infer_sub, .kernel = kernel_sub, .grad = grad_sub};
 const OpDef kMul{.name = "mul", .flags = kElementwise | kSaveInputs, .infer = infer_mul, .kernel = kernel_mul,
                  .grad = grad_mul};
-const OpDef kDiv{.name = "div", .flags = kElementwise | kSaveInputs, .infer = infer_div, .kernel = kernel_div,
-                 .grad = grad_div};
+const OpDef kDiv{.name = "div", .flags = kElementwise | kSaveInputs, .infer = infer_div,
+                 .kernel = kernel_div_out, .grad = grad_div, .check_values = values_div,
+                 .check_inputs = 1u << 1};
 const OpDef kAddInplace{.name = "add_", .flags = kElementwise | kInplace, .infer = infer_add_,
                         .kernel = kernel_add, .grad = grad_add_};
 const OpDef kSubInplace{.name = "sub_", .flags = kElementwise | kInplace, .infer = infer_sub_,
@@ -95,7 +137,7 @@ const OpDef kSubInplace{.name = "sub_", .flags = kElementwise | kInplace, .infer
 const OpDef kMulInplace{.name = "mul_", .flags = kElementwise | kInplace, .infer = infer_mul_,
                         .kernel = kernel_mul};
 const OpDef kDivInplace{.name = "div_", .flags = kElementwise | kInplace, .infer = infer_div_,
-                        .kernel = kernel_div};
+                        .kernel = kernel_div_inplace, .check_values = values_div_, .check_inputs = 1u << 1};
 OpRegistrar r1(kAdd), r2(kSub), r3(kMul), r4(kDiv), r5(kAddInplace), r6(kSubInplace), r7(kMulInplace),
     r8(kDivInplace);
 

@@ -25,12 +25,20 @@ void check_index(const char* op, const Tensor& index, const char* what = "index"
                 shape_str(index.shape()));
 }
 
-// Checks every index value before any parallel work (kernels may not throw inside a parallel region).
-void check_range(const char* op, const int64_t* p, int64_t n, int64_t size, const std::string& what) {
-  for (int64_t i = 0; i < n; ++i)
-    if (p[i] < 0 || p[i] >= size)
-      bad(op, "index " + std::to_string(p[i]) + " is out of range for " + what + " of size " + std::to_string(size));
+// Checks every index value (first bad one in row-major order) before any parallel work. Kernels
+// and their check_values hooks both call it, so the message is the same wherever it is raised.
+void check_range(const char* op, const Tensor& index, int64_t size, const std::string& what) {
+  int64_t hit = 0;
+  bool found = false;
+  cpu::scan_values<int64_t>(*index.impl(), [&](int64_t v, int64_t) {
+    found = v < 0 || v >= size;
+    hit = v;
+    return found;
+  });
+  if (found)
+    bad(op, "index " + std::to_string(hit) + " is out of range for " + what + " of size " + std::to_string(size));
 }
+std::string dim_str(int64_t dim) { return "dim " + std::to_string(dim); }
 
 void zero_fill(Tensor& t) {
   if (t.numel()) std::memset(t.impl()->data(), 0, size_t(t.numel()) * itemsize(t.dtype()));
@@ -109,13 +117,18 @@ std::vector<TensorMeta> infer_index_select(std::span<const Tensor> in, const Att
   return {{s, in[0].dtype()}};
 }
 
+void values_index_select(std::span<const Tensor> in, const Attrs& a) {
+  int64_t dim = a.i("dim");
+  check_range("index_select", in[1], in[0].shape()[size_t(dim)], dim_str(dim));
+}
+
 void kernel_index_select(const KernelArgs& k) {
+  values_index_select(k.in, k.attrs);
   Tensor x = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
   int64_t dim = k.attrs.i("dim");
   Layout3 l = around(x.shape(), dim);
   const int64_t* pi = idx.impl()->data_as<int64_t>();
   int64_t m = idx.numel();
-  check_range("index_select", pi, m, l.n, "dim " + std::to_string(dim));
   size_t es = itemsize(x.dtype()), row = size_t(l.inner) * es;
   const char* px = static_cast<const char*>(x.impl()->data());
   char* po = static_cast<char*>(k.out[0].impl()->data());
@@ -147,14 +160,19 @@ std::vector<TensorMeta> infer_index_select_bw(std::span<const Tensor> in, const 
   return {{a.ints("shape"), in[0].dtype()}};
 }
 
+void values_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
+  int64_t dim = a.i("dim");
+  check_range("index_select_backward", in[1], a.ints("shape")[size_t(dim)], dim_str(dim));
+}
+
 void kernel_index_select_bw(const KernelArgs& k) {
+  values_index_select_bw(k.in, k.attrs);
   Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
   Tensor& out = k.out[0];
   int64_t dim = k.attrs.i("dim");
   Layout3 l = around(out.shape(), dim);
   const int64_t* pi = idx.impl()->data_as<int64_t>();
   int64_t m = idx.numel();
-  check_range("index_select_backward", pi, m, l.n, "dim " + std::to_string(dim));
   zero_fill(out);
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -178,10 +196,12 @@ std::vector<Tensor> grad_index_select_bw(const GradArgs& g) {
 }
 
 const OpDef kIndexSelect{.name = "index_select", .flags = kSaveInputs, .infer = infer_index_select,
-                         .kernel = kernel_index_select, .grad = grad_index_select};
+                         .kernel = kernel_index_select, .grad = grad_index_select,
+                         .check_values = values_index_select, .check_inputs = 1u << 1};
 const OpDef kIndexSelectBackward{.name = "index_select_backward", .flags = kSaveInputs,
                                  .infer = infer_index_select_bw, .kernel = kernel_index_select_bw,
-                                 .grad = grad_index_select_bw};
+                                 .grad = grad_index_select_bw, .check_values = values_index_select_bw,
+                                 .check_inputs = 1u << 1};
 
 // ---- gather: inputs (x, index), attr dim. Output has index's shape.
 void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, int64_t dim) {
@@ -199,24 +219,22 @@ std::vector<TensorMeta> infer_gather(std::span<const Tensor> in, const Attrs& a)
   return {{in[1].shape(), in[0].dtype()}};
 }
 
-// Calls f(out_flat, x_offset) for every index element, x_offset in x's (strided) elements.
+void values_gather(std::span<const Tensor> in, const Attrs& a) {
+  int64_t dim = a.i("dim");
+  check_range("gather", in[1], in[0].shape()[size_t(dim)], dim_str(dim));
+}
+
+// Calls f(out_flat, x_offset) for every index element, x_offset in x's (strided) elements. The
+// indices were range-checked before.
 template <class F>
-void gather_walk(const char* op, const TensorImpl& x_like, const Shape& x_strides, const Tensor& idx, int64_t dim,
-                 bool parallel, F&& f) {
+void gather_walk(const Shape& x_strides, const Tensor& idx, int64_t dim, bool parallel, F&& f) {
   TensorImpl& it = *idx.impl();
   const int64_t* pi = it.data_as<int64_t>();
-  int64_t n = it.numel, size = x_like.shape[size_t(dim)];
+  int64_t n = it.numel;
   Shape out_st = contiguous_strides(it.shape), xs = x_strides;
   int64_t xdim_stride = xs[size_t(dim)];
   xs[size_t(dim)] = 0;
   std::array<const int64_t*, 3> st{out_st.data(), it.strides.data(), xs.data()};
-  // Validate first (serially) so the parallel pass cannot throw.
-  cpu::strided_range<3>(it.shape, st, 0, n, [&](const std::array<int64_t, 3>& o) {
-    int64_t v = pi[o[1]];
-    if (v < 0 || v >= size)
-      bad(op, "index " + std::to_string(v) + " is out of range for dim " + std::to_string(dim) + " of size " +
-                  std::to_string(size));
-  });
   auto body = [&](int64_t b, int64_t e) {
     cpu::strided_range<3>(it.shape, st, b, e,
                           [&](const std::array<int64_t, 3>& o) { f(o[0], o[2] + pi[o[1]] * xdim_stride); });
@@ -226,13 +244,13 @@ void gather_walk(const char* op, const TensorImpl& x_like, const Shape& x_stride
 }
 
 void kernel_gather(const KernelArgs& k) {
+  values_gather(k.in, k.attrs);
   TensorImpl& x = *k.in[0].impl();
   visit_dtype(x.dtype, [&](auto z) {
     using T = decltype(z);
     const T* px = x.data_as<T>();
     T* po = k.out[0].impl()->data_as<T>();
-    gather_walk("gather", x, x.strides, k.in[1], k.attrs.i("dim"), true,
-                [&](int64_t oi, int64_t xo) { po[oi] = px[xo]; });
+    gather_walk(x.strides, k.in[1], k.attrs.i("dim"), true, [&](int64_t oi, int64_t xo) { po[oi] = px[xo]; });
   });
 }
 
@@ -252,7 +270,13 @@ std::vector<TensorMeta> infer_gather_bw(std::span<const Tensor> in, const Attrs&
   return {{s, in[0].dtype()}};
 }
 
+void values_gather_bw(std::span<const Tensor> in, const Attrs& a) {
+  int64_t dim = a.i("dim");
+  check_range("gather_backward", in[1], a.ints("shape")[size_t(dim)], dim_str(dim));
+}
+
 void kernel_gather_bw(const KernelArgs& k) {
+  values_gather_bw(k.in, k.attrs);
   Tensor g = cpu::contiguous_raw(k.in[0]);
   Tensor& out = k.out[0];
   zero_fill(out);
@@ -262,8 +286,7 @@ void kernel_gather_bw(const KernelArgs& k) {
     const T* pg = g.impl()->data_as<T>();
     T* po = o.data_as<T>();
     // Serial: several index entries may hit the same element.
-    gather_walk("gather_backward", o, o.strides, k.in[1], k.attrs.i("dim"), false,
-                [&](int64_t gi, int64_t oo) { po[oo] += pg[gi]; });
+    gather_walk(o.strides, k.in[1], k.attrs.i("dim"), false, [&](int64_t gi, int64_t oo) { po[oo] += pg[gi]; });
   });
 }
 
@@ -272,9 +295,10 @@ std::vector<Tensor> grad_gather_bw(const GradArgs& g) {
 }
 
 const OpDef kGather{.name = "gather", .flags = kSaveInputs, .infer = infer_gather, .kernel = kernel_gather,
-                    .grad = grad_gather};
+                    .grad = grad_gather, .check_values = values_gather, .check_inputs = 1u << 1};
 const OpDef kGatherBackward{.name = "gather_backward", .flags = kSaveInputs, .infer = infer_gather_bw,
-                            .kernel = kernel_gather_bw, .grad = grad_gather_bw};
+                            .kernel = kernel_gather_bw, .grad = grad_gather_bw, .check_values = values_gather_bw,
+                            .check_inputs = 1u << 1};
 
 // ---- embedding: inputs (weight, indices), attrs padding_idx (-1: none), mask_padding (rows at
 // padding_idx read as zeros: the adjoint of embedding_backward; false for the public op).
@@ -286,13 +310,17 @@ std::vector<TensorMeta> infer_embedding(std::span<const Tensor> in, const Attrs&
   return {{s, in[0].dtype()}};
 }
 
+void values_embedding(std::span<const Tensor> in, const Attrs&) {
+  check_range("embedding", in[1], in[0].shape()[0], "an embedding table");
+}
+
 void kernel_embedding(const KernelArgs& k) {
+  values_embedding(k.in, k.attrs);
   Tensor w = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
-  int64_t num = w.shape()[0], d = w.shape()[1], n = idx.numel();
+  int64_t d = w.shape()[1], n = idx.numel();
   int64_t pad = k.attrs.i("padding_idx");
   bool mask = k.attrs.b("mask_padding");
   const int64_t* pi = idx.impl()->data_as<int64_t>();
-  check_range("embedding", pi, n, num, "an embedding table");
   size_t row = size_t(d) * itemsize(w.dtype());
   const char* pw = static_cast<const char*>(w.impl()->data());
   char* po = static_cast<char*>(k.out[0].impl()->data());
@@ -310,7 +338,8 @@ std::vector<Tensor> grad_embedding(const GradArgs& g) {
 }
 
 const OpDef kEmbedding{.name = "embedding", .flags = kSaveInputs, .infer = infer_embedding,
-                       .kernel = kernel_embedding, .grad = grad_embedding};
+                       .kernel = kernel_embedding, .grad = grad_embedding, .check_values = values_embedding,
+                       .check_inputs = 1u << 1};
 
 // ---- embedding_backward: inputs (grad, indices), attrs num, padding_idx.
 std::vector<TensorMeta> infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
@@ -327,13 +356,17 @@ std::vector<TensorMeta> infer_embedding_bw(std::span<const Tensor> in, const Att
   return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
 }
 
+void values_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
+  check_range("embedding_backward", in[1], a.i("num"), "an embedding table");
+}
+
 void kernel_embedding_bw(const KernelArgs& k) {
+  values_embedding_bw(k.in, k.attrs);
   Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
   Tensor& out = k.out[0];
-  int64_t num = out.shape()[0], d = out.shape()[1], n = idx.numel();
+  int64_t d = out.shape()[1], n = idx.numel();
   int64_t pad = k.attrs.i("padding_idx");
   const int64_t* pi = idx.impl()->data_as<int64_t>();
-  check_range("embedding_backward", pi, n, num, "an embedding table");
   zero_fill(out);
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -357,7 +390,8 @@ std::vector<Tensor> grad_embedding_bw(const GradArgs& g) {
 }
 
 const OpDef kEmbeddingBackward{.name = "embedding_backward", .flags = kSaveInputs, .infer = infer_embedding_bw,
-                               .kernel = kernel_embedding_bw, .grad = grad_embedding_bw};
+                               .kernel = kernel_embedding_bw, .grad = grad_embedding_bw,
+                               .check_values = values_embedding_bw, .check_inputs = 1u << 1};
 
 OpRegistrar r1(kCat), r2(kIndexSelect), r3(kIndexSelectBackward), r4(kGather), r5(kGatherBackward),
     r6(kEmbedding), r7(kEmbeddingBackward);

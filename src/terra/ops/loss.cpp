@@ -74,16 +74,23 @@ NllLayout nll_layout(const Shape& s) {
   return l;
 }
 
-// Reads the targets, checking every class index; returns the number of non-ignored ones.
-int64_t check_targets(const int64_t* t, int64_t count, int64_t classes, int64_t ignore) {
-  int64_t used = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    if (t[i] == ignore) continue;
-    if (t[i] < 0 || t[i] >= classes)
-      throw std::invalid_argument("[nll_loss] target " + std::to_string(t[i]) + " at position " + std::to_string(i) +
-                                  " is out of range for " + std::to_string(classes) + " classes");
+// Reads the targets (one serial pass), checking every class index; returns the number of
+// non-ignored ones. The kernels and the check_values hooks share it: one message everywhere.
+int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore) {
+  int64_t used = 0, bad = 0, pos = -1;
+  cpu::scan_values<int64_t>(*targets.impl(), [&](int64_t v, int64_t i) {
+    if (v == ignore) return false;
+    if (v < 0 || v >= classes) {
+      bad = v;
+      pos = i;
+      return true;
+    }
     ++used;
-  }
+    return false;
+  });
+  if (pos >= 0)
+    throw std::invalid_argument("[nll_loss] target " + std::to_string(bad) + " at position " + std::to_string(pos) +
+                                " is out of range for " + std::to_string(classes) + " classes");
   return used;
 }
 
@@ -93,12 +100,17 @@ std::vector<TensorMeta> infer_nll(std::span<const Tensor> in, const Attrs& a) {
   return {{a.i("reduction") == kNone ? in[1].shape() : Shape{}, in[0].dtype()}};
 }
 
+int64_t nll_targets(std::span<const Tensor> in, const Attrs& a) {
+  return check_targets(in[1], nll_layout(in[0].shape()).c, a.i("ignore_index"));
+}
+void values_nll(std::span<const Tensor> in, const Attrs& a) { nll_targets(in, a); }
+
 void kernel_nll(const KernelArgs& k) {
+  int64_t used = nll_targets(k.in, k.attrs);
   Tensor x = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
   NllLayout l = nll_layout(x.shape());
   int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
   const int64_t* pt = t.impl()->data_as<int64_t>();
-  int64_t used = check_targets(pt, l.n * l.r, l.c, ignore);
   visit_floating(x.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* px = x.impl()->data_as<T>();
@@ -132,13 +144,18 @@ std::vector<TensorMeta> infer_nll_bw(std::span<const Tensor> in, const Attrs& a)
   return {{s, in[0].dtype()}};
 }
 
+int64_t nll_bw_targets(std::span<const Tensor> in, const Attrs& a) {
+  return check_targets(in[1], nll_layout(a.ints("shape")).c, a.i("ignore_index"));
+}
+void values_nll_bw(std::span<const Tensor> in, const Attrs& a) { nll_bw_targets(in, a); }
+
 void kernel_nll_bw(const KernelArgs& k) {
+  int64_t used = nll_bw_targets(k.in, k.attrs);
   Tensor g = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
   Tensor& out = k.out[0];
   NllLayout l = nll_layout(out.shape());
   int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
   const int64_t* pt = t.impl()->data_as<int64_t>();
-  int64_t used = check_targets(pt, l.n * l.r, l.c, ignore);
   std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -166,9 +183,10 @@ std::vector<Tensor> grad_nll_bw(const GradArgs& g) {
 }
 
 const OpDef kNll{.name = "nll_loss", .flags = kSaveInputs, .infer = infer_nll, .kernel = kernel_nll,
-                 .grad = grad_nll};
+                 .grad = grad_nll, .check_values = values_nll, .check_inputs = 1u << 1};
 const OpDef kNllBackward{.name = "nll_loss_backward", .flags = kSaveInputs, .infer = infer_nll_bw,
-                         .kernel = kernel_nll_bw, .grad = grad_nll_bw};
+                         .kernel = kernel_nll_bw, .grad = grad_nll_bw, .check_values = values_nll_bw,
+                         .check_inputs = 1u << 1};
 OpRegistrar r1(kNll), r2(kNllBackward);
 
 // ---- binary cross entropy with logits (elementwise, unreduced); inputs (x, t).

@@ -139,7 +139,8 @@ std::vector<TensorMeta> infer_upsample_nearest2d_backward(std::span<const Tensor
 const OpDef kMaxPool{.name = "max_pool2d", .flags = kSaveOutputs, .infer = infer_max_pool2d,
                      .kernel = kernels::max_pool2d, .grad = grad_max_pool2d};
 const OpDef kMaxPoolBwd{.name = "max_pool2d_backward", .infer = infer_max_pool2d_backward,
-                        .kernel = kernels::max_pool2d_backward};
+                        .kernel = kernels::max_pool2d_backward,
+                        .check_values = kernels::max_pool2d_backward_values, .check_inputs = 1u << 1};
 const OpDef kAvgPool{.name = "avg_pool2d", .infer = infer_avg_pool2d, .kernel = kernels::avg_pool2d,
                      .grad = grad_avg_pool2d};
 const OpDef kAvgPoolBwd{.name = "avg_pool2d_backward", .infer = infer_avg_pool2d_backward,

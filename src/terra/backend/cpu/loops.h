@@ -50,6 +50,25 @@ void strided_range(const Shape& shape, const std::array<const int64_t*, N>& st, 
   }
 }
 
+// Calls f(v, pos) for t's elements in row-major order (pos: flat position) until f returns true.
+// Serial and reads t's own elements once: value checks run it before any parallel work.
+template <class T, class F>
+void scan_values(TensorImpl& t, F&& f) {
+  const T* p = t.data_as<T>();
+  if (t.is_contiguous()) {
+    for (int64_t i = 0; i < t.numel; ++i)
+      if (f(p[i], i)) return;
+    return;
+  }
+  int64_t pos = 0;
+  bool stop = false;
+  std::array<const int64_t*, 1> st{t.strides.data()};
+  strided_range<1>(t.shape, st, 0, t.numel, [&](const std::array<int64_t, 1>& o) {
+    if (!stop) stop = f(p[o[0]], pos);
+    ++pos;
+  });
+}
+
 inline bool dense(const TensorImpl& t, int64_t n) { return t.numel == n && t.is_contiguous(); }
 
 // out = f(a) elementwise; out may be strided (in-place ops), a broadcasts to out.

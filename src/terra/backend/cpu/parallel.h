@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <omp.h>
 
 namespace terra::cpu {
@@ -17,13 +18,24 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     f(int64_t(0), n);
     return;
   }
+  // An exception escaping a parallel region calls std::terminate: each thread catches its own and
+  // the first one is rethrown on the calling thread once the region has ended.
+  std::exception_ptr err;
 #pragma omp parallel
   {
     int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     int64_t chunk = (n + nt - 1) / nt;
     int64_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) f(b, e);
+    if (b < e) {
+      try {
+        f(b, e);
+      } catch (...) {
+#pragma omp critical(terra_parallel_for_error)
+        if (!err) err = std::current_exception();
+      }
+    }
   }
+  if (err) std::rethrow_exception(err);
 }
 
 }  // namespace terra::cpu

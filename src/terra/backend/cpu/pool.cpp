@@ -127,7 +127,23 @@ void max_pool2d(const KernelArgs& k) {
   });
 }
 
+void max_pool2d_backward_values(std::span<const Tensor> in, const Attrs& a) {
+  const Shape& xs = a.ints("input_shape");
+  int64_t hw = xs[2] * xs[3], bad = 0, pos = -1;
+  cpu::scan_values<int64_t>(*in[1].impl(), [&](int64_t v, int64_t i) {
+    if (v >= 0 && v < hw) return false;
+    bad = v;
+    pos = i;
+    return true;
+  });
+  if (pos >= 0)
+    throw std::invalid_argument("[max_pool2d_backward] index " + std::to_string(bad) + " at position " +
+                                std::to_string(pos) + " is out of range for an input plane of " +
+                                std::to_string(xs[2]) + "x" + std::to_string(xs[3]) + " elements");
+}
+
 void max_pool2d_backward(const KernelArgs& k) {
+  max_pool2d_backward_values(k.in, k.attrs);  // before the parallel scatter, which must not throw
   Tensor gy = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
   Tensor& gx = k.out[0];
   const Shape &xs = gx.shape(), &ys = gy.shape();
