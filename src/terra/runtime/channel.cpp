@@ -101,7 +101,8 @@ Message& Channel::peek() {
   if (q_.empty()) {
     auto t0 = std::chrono::steady_clock::now();
     cv_.wait(g, [&] { return !q_.empty(); });
-    waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    waited_s_.store(waited_s_.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
   }
   return q_.front();
 }

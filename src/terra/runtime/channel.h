@@ -102,13 +102,13 @@ class Channel {
   void push(Message m);
   Message& peek();  // blocks until a message is there
   Message pop();
-  double waited_s() const { return waited_s_; }
+  double waited_s() const { return waited_s_.load(std::memory_order_relaxed); }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> q_;
-  double waited_s_ = 0;  // runner-side blocking time
+  std::atomic<double> waited_s_{0};  // runner-side blocking time (written by the runner only)
 };
 
 }  // namespace terra::runtime
