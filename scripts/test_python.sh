@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Python binding (terra._terra, for Debian's /usr/bin/python3 3.11) into build/ and runs
-# the Python suites with that interpreter: the torch conformance suite and the API tests.
+# the Python suites with that interpreter: the torch conformance suite, the API tests and the size/dtype checks.
 # Usage: scripts/test_python.sh [build-dir]   (default: build/, the same folder scripts/test.sh uses)
 # Exits non-zero if the build or any test fails.
 set -euo pipefail
@@ -16,7 +16,7 @@ cmake --build "$BUILD" -j "$JOBS" --target terra_python
 
 export PYTHONPATH="$(pwd)/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 status=0
-for suite in tests/python/test_conformance.py tests/python/test_api.py; do
+for suite in tests/python/test_conformance.py tests/python/test_api.py tests/python/test_sizes.py; do
   echo "== $suite"
   (cd tests/python && "$PY" "$(basename "$suite")") || status=1
 done
