@@ -51,7 +51,8 @@ TEST(Sizes, ReshapeAndViewRejectOverflowingShapes) {
   expect_error([&] { x.reshape({-1, k62, 4}); }, "[reshape] shape [-1, 4611686018427387904, 4]", "int64");
   expect_error([&] { x.reshape({6, -8}); }, "[reshape] invalid dimension in shape [6, -8]");
   expect_error([&] { x.reshape({-1, -1}); }, "[reshape] only one dimension can be -1");
-  // Index arguments are bounds-checked against the real shape: no segfault reading past storage.
+  // The sweep's segfault: select was bounds-checked against the wrapped shape and read past storage.
+  expect_error([&] { x.reshape({k62 + 12, 4}).select(0, int64_t(1) << 40).sum().item<float>(); }, "[reshape]");
   expect_error([&] { x.select(0, int64_t(1) << 40); }, "[select] index 1099511627776 is out of range", "[6, 8]");
   expect_error([&] { x.select(1, INT64_MIN); }, "[select] index", "[6, 8]");
   EXPECT_EQ(x.reshape({-1, 4}).shape(), (Shape{12, 4}));
@@ -95,8 +96,10 @@ TEST(Sizes, ViewsAndBroadcastsRejectOverflow) {
   Tensor ma = zeros({1, 2, 2}).expand({int64_t(1) << 40, 1, 2, 2});
   Tensor mb = zeros({1, 2, 2}).expand({1, int64_t(1) << 40, 2, 2});
   expect_error([&] { matmul(ma, mb); }, "[matmul] shape [1099511627776, 1099511627776, 2, 2]");
-  Tensor big = one.expand({k62});
-  expect_error([&] { cat({big, big, big, big}, 0); }, "[cat] size of dim 0 overflows int64");
+  // A view of 2^60 elements needs no memory; eight of them concatenated have 2^63.
+  Tensor big = one.expand({int64_t(1) << 60});
+  expect_error([&] { cat(std::vector<Tensor>(8, big), 0); }, "[cat] size of dim 0 overflows int64");
+  expect_error([&] { one.expand({int64_t(1) << 62}); }, "[expand] shape [4611686018427387904]", "bytes");
   expect_error([&] { split(tensor({1.f, 2.f}, {2}), {INT64_MAX, 2}, 0); }, "[split] sum of sizes", "overflows");
   auto parts = split(tensor({1.f, 2.f, 3.f}, {3}), INT64_MAX, 0);
   ASSERT_EQ(parts.size(), 1u);
@@ -193,6 +196,13 @@ TEST(SizesModes, ReshapeOverflow) {
 TEST(SizesModes, SelectOutOfRange) {
   check_all_modes([](const Tensor& x, bool bad) { return (x * 1.0).select(0, bad ? int64_t(1) << 40 : 1); },
                   "[select] index 1099511627776 is out of range", "[2, 2]");
+}
+
+TEST(SizesModes, SelectOnWrappedReshape) {
+  // (2^62 + 1) * 4 wrapped to 4 elements: the reshape passed and the select read far past the storage.
+  check_all_modes([](const Tensor& x, bool bad) {
+    return (x * 1.0).reshape({bad ? k62 + 1 : 1, 4}).select(0, bad ? int64_t(1) << 40 : 0);
+  }, "[reshape] shape [4611686018427387905, 4]", "int64");
 }
 
 TEST(SizesModes, FactoryOverflow) {

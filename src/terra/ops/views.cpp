@@ -31,18 +31,21 @@ Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
 }
 
 Shape resolve_shape(const char* op, const Shape& in, Shape s) {
-  int64_t infer_at = -1;
-  Shape known_dims = s;  // s with the -1 left out, for the product of the known dims
+  int64_t infer_at = -1, known = 1, bound = 1;
   for (size_t d = 0; d < s.size(); ++d) {
     if (s[d] == -1) {
       if (infer_at >= 0) bad(op, "only one dimension can be -1 in " + shape_str(s));
       infer_at = int64_t(d);
-      known_dims[d] = 1;
     } else if (s[d] < 0) {
       bad(op, "invalid dimension in shape " + shape_str(s));
+    } else {
+      // Zero dims count as 1 in the bound, as in numel_of: no dim product of a shape overflows.
+      if (__builtin_mul_overflow(bound, std::max<int64_t>(s[d], 1), &bound))
+        bad(op, "shape " + shape_str(s) + " has more elements than int64 can count");
+      known *= s[d];
     }
   }
-  int64_t known = numel_of(op, known_dims), n = numel_of(op, in);
+  int64_t n = numel_of(op, in);
   if (infer_at >= 0) {
     if (known == 0 || n % known != 0) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
     s[size_t(infer_at)] = n / known;
