@@ -65,6 +65,9 @@ TEST(Sizes, SliceWithHugeStepHasOneElement) {
   EXPECT_EQ(s.shape(), (Shape{1}));
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{2.f}));
   EXPECT_EQ(x.slice(0, INT64_MIN, INT64_MAX, 2).to_vector<float>(), (std::vector<float>{1.f, 3.f, 5.f}));
+  Tensor m = x.reshape({2, 3}).slice(0, 1, 2, INT64_MAX);  // stride 3 * step would overflow
+  EXPECT_EQ(m.strides(), (Shape{3, 1}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{4.f, 5.f, 6.f}));
 }
 
 TEST(Sizes, FactoriesRejectOverflowingAndNegativeShapes) {

@@ -37,6 +37,10 @@ class TestIntArguments(unittest.TestCase):
             (lambda: terra.cat([x, x], BIG), r"^\[cat\] dim"),
             (lambda: terra.randint(0, BIG, (2,)), r"^\[randint\] high"),
             (lambda: x[BIG], r"^\[index\] index"),
+            (lambda: terra.softmax(x, BIG), r"^\[softmax\] dim"),
+            (lambda: terra.nn.Linear(BIG, 3), r"^\[nn.Linear\] in_features"),
+            (lambda: terra.nn.Embedding(3, -BIG), r"^\[nn.Embedding\] embedding_dim"),
+            (lambda: terra.nn.Conv2d(1, 1, 3, stride=BIG), r"^\[nn.Conv2d\] stride"),
         ]
         for f, pattern in cases:
             with self.assertRaisesRegex(OverflowError, pattern):
@@ -53,7 +57,8 @@ class TestIntArguments(unittest.TestCase):
         self.assertEqual(x[1].tolist(), [3, 4, 5])
         self.assertEqual(x.sum((0, 1)).item(), 15)
         self.assertEqual(terra.cat([x, x], 1).shape, (2, 6))
-        self.assertEqual(terra.zeros(True + 1).shape, (2,))
+        self.assertEqual(terra.nn.Linear(3, 2).weight.shape, (2, 3))
+        self.assertEqual(terra.nn.Conv2d(1, 2, 3, padding=1).weight.shape, (2, 1, 3, 3))
         with self.assertRaises(TypeError):
             x.select(0, 1.5)  # floats are still not ints
 

@@ -157,7 +157,8 @@ Tensor view_slice(const Tensor& x, const Attrs& a) {
   Shape s = x.shape(), str = x.strides();
   s[size_t(d)] = slice_len(st, en, step);
   int64_t off = x.impl()->offset + st * str[size_t(d)];
-  str[size_t(d)] *= step;
+  // With one element the stride is never used, and stride * a huge step would overflow.
+  if (s[size_t(d)] > 1) str[size_t(d)] *= step;
   return make_view(x, s, str, off);
 }
 
