@@ -13,11 +13,22 @@ namespace py = pybind11;
 
 namespace terra::python {
 
+// A Python int (or __index__ object) as int64: one outside the int64 range raises OverflowError
+// "[op] <arg> ... is out of the int64 range" (pybind's own cast only says "Unable to cast").
+int64_t int_arg(const py::handle& h, const char* op, const char* arg);
+
+// An int parameter kept as the Python object until the binding, which knows the op, converts it
+// with get(op, arg). Accepts what pybind's int64 caster accepts (ints, __index__; not floats).
+struct Int {
+  py::object obj;
+  int64_t get(const char* op, const char* arg) const { return int_arg(obj, op, arg); }
+};
+
 // Shapes from Python: f(2, 3), f((2, 3)) and f([2, 3]) all mean [2, 3].
 Shape shape_from_args(const py::args& args, const char* op);
 Shape shape_from_object(const py::handle& obj, const char* op);
 // dims=None -> {} (all dims), an int -> {d}, a sequence -> its ints.
-std::vector<int64_t> dims_from_object(const py::handle& obj);
+std::vector<int64_t> dims_from_object(const py::handle& obj, const char* op = "dims");
 // "float32"/terra.float32/... -> DType.
 DType dtype_from_object(const py::handle& obj);
 
@@ -45,6 +56,20 @@ void bind_location(py::module_& m);
 
 }  // namespace terra::python
 
+namespace pybind11::detail {
+template <>
+struct type_caster<terra::python::Int> {
+  PYBIND11_TYPE_CASTER(terra::python::Int, const_name("int"));
+  bool load(handle src, bool convert) {
+    if (!src || PyFloat_Check(src.ptr())) return false;
+    if (!PyLong_Check(src.ptr()) && !(convert && PyIndex_Check(src.ptr()))) return false;
+    value.obj = reinterpret_borrow<object>(src);
+    return true;
+  }
+  static handle cast(const terra::python::Int& v, return_value_policy, handle) { return v.obj.inc_ref(); }
+};
+}  // namespace pybind11::detail
+
 // A module function terra.<name>(input, ...) and the method Tensor.<name>(...), exposed as an op.
 // Extra annotations name the arguments after input.
 #define TERRA_PY_BOTH(m, cls, name, fn, ...)                                 \
@@ -64,10 +89,10 @@ namespace terra::python {
 // An int or a pair of ints (torch's _pair).
 inline std::array<int64_t, 2> int2_from_object(const py::handle& h, const char* op) {
   if (py::isinstance<py::int_>(h)) {
-    int64_t v = h.cast<int64_t>();
+    int64_t v = int_arg(h, op, "argument");
     return {v, v};
   }
-  auto v = h.cast<std::vector<int64_t>>();
+  auto v = dims_from_object(h, op);
   if (v.size() != 2)
     throw std::invalid_argument(std::string("[") + op + "] expected an int or a pair of ints, got " +
                                 std::string(py::repr(h)));

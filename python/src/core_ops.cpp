@@ -24,26 +24,32 @@ void bind_core_ops(py::module_& m) {
         py::arg("input"), py::arg("shape"));
   m.def("permute", [](const Tensor& x, py::object d) { return permute(x, shape_from_object(d, "permute")); },
         py::arg("input"), py::arg("dims"));
-  m.def("transpose", [](const Tensor& x, int64_t a, int64_t b) { return transpose(x, a, b); },
+  m.def("transpose", [](const Tensor& x, Int a, Int b) {
+    return transpose(x, a.get("transpose", "dim0"), b.get("transpose", "dim1"));
+  },
         py::arg("input"), py::arg("dim0"), py::arg("dim1"));
-  m.def("slice", [](const Tensor& x, int64_t d, int64_t s, int64_t e, int64_t st) { return slice(x, d, s, e, st); },
-        py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("end"), py::arg("step") = 1);
-  m.def("select", [](const Tensor& x, int64_t d, int64_t i) { return select(x, d, i); },
+  m.def("slice", [](const Tensor& x, Int d, Int s, Int e, Int st) {
+    return slice(x, d.get("slice", "dim"), s.get("slice", "start"), e.get("slice", "end"), st.get("slice", "step"));
+  }, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("end"), py::arg("step") = py::int_(1));
+  m.def("select", [](const Tensor& x, Int d, Int i) { return select(x, d.get("select", "dim"), i.get("select", "index")); },
         py::arg("input"), py::arg("dim"), py::arg("index"));
   m.def("expand", [](const Tensor& x, py::object s) { return expand(x, shape_from_object(s, "expand")); },
         py::arg("input"), py::arg("size"));
-  m.def("squeeze", [](const Tensor& x, int64_t d) { return squeeze(x, d); }, py::arg("input"), py::arg("dim"));
-  m.def("unsqueeze", [](const Tensor& x, int64_t d) { return unsqueeze(x, d); }, py::arg("input"), py::arg("dim"));
-  m.def("flatten", [](const Tensor& x, int64_t s, int64_t e) { return flatten(x, s, e); },
-        py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def("squeeze", [](const Tensor& x, Int d) { return squeeze(x, d.get("squeeze", "dim")); }, py::arg("input"),
+        py::arg("dim"));
+  m.def("unsqueeze", [](const Tensor& x, Int d) { return unsqueeze(x, d.get("unsqueeze", "dim")); }, py::arg("input"),
+        py::arg("dim"));
+  m.def("flatten", [](const Tensor& x, Int s, Int e) {
+    return flatten(x, s.get("flatten", "start_dim"), e.get("flatten", "end_dim"));
+  }, py::arg("input"), py::arg("start_dim") = py::int_(0), py::arg("end_dim") = py::int_(-1));
   m.def("contiguous", [](const Tensor& x) { return contiguous(x); });
   m.def("clone", [](const Tensor& x) { return clone(x); });
   m.def("cast", [](const Tensor& x, py::object d) { return cast(x, dtype_from_object(d)); },
         py::arg("input"), py::arg("dtype"));
 
-  m.def("sum", [](const Tensor& x, py::object dim, bool keepdim) { return sum(x, dims_from_object(dim), keepdim); },
+  m.def("sum", [](const Tensor& x, py::object dim, bool keepdim) { return sum(x, dims_from_object(dim, "sum"), keepdim); },
         py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("mean", [](const Tensor& x, py::object dim, bool keepdim) { return mean(x, dims_from_object(dim), keepdim); },
+  m.def("mean", [](const Tensor& x, py::object dim, bool keepdim) { return mean(x, dims_from_object(dim, "mean"), keepdim); },
         py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("sum_to", [](const Tensor& x, py::object s) { return sum_to(x, shape_from_object(s, "sum_to")); },
         py::arg("input"), py::arg("shape"));

@@ -35,15 +35,16 @@ void bind_creation(py::module_& m) {
   }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
      py::arg("requires_grad") = false);
   // arange(end) / arange(start, end, step=1): integer bounds, int64 unless dtype says otherwise.
-  m.def("arange", [](int64_t a, py::object b, int64_t step, py::object dtype, bool rg) {
-    int64_t start = b.is_none() ? 0 : a, end = b.is_none() ? a : b.cast<int64_t>();
-    return finish(arange(start, end, step, dtype_or(dtype, DType::Int64)), rg);
-  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
+  m.def("arange", [](Int a, py::object b, Int step, py::object dtype, bool rg) {
+    int64_t first = a.get("arange", b.is_none() ? "end" : "start");
+    int64_t start = b.is_none() ? 0 : first, end = b.is_none() ? first : int_arg(b, "arange", "end");
+    return finish(arange(start, end, step.get("arange", "step"), dtype_or(dtype, DType::Int64)), rg);
+  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = py::int_(1), py::kw_only(),
      py::arg("dtype") = py::none(), py::arg("requires_grad") = false);
   m.def("scalar_tensor", [](double v, py::object dtype) { return scalar_tensor(v, dtype_or(dtype, DType::Float32)); },
         py::arg("value"), py::kw_only(), py::arg("dtype") = py::none());
-  m.def("eye", [](int64_t n, std::optional<int64_t> mm, py::object dtype, bool rg) {
-    return finish(eye(n, mm ? *mm : -1, dtype_or(dtype, DType::Float32)), rg);
+  m.def("eye", [](Int n, std::optional<Int> mm, py::object dtype, bool rg) {
+    return finish(eye(n.get("eye", "n"), mm ? mm->get("eye", "m") : -1, dtype_or(dtype, DType::Float32)), rg);
   }, py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
      py::arg("requires_grad") = false);
   for (const char* n : {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "scalar_tensor",

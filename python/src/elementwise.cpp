@@ -88,21 +88,21 @@ void bind_elementwise(py::module_& m) {
   // extremes and statistics. max/min(dim=...) return (values, indices) as torch; see _api.py.
   m.def("_max", [](T x) { return max(x); });
   m.def("_min", [](T x) { return min(x); });
-  m.def("_max_dim", [](T x, int64_t d, bool k) { return max(x, d, k); });
-  m.def("_min_dim", [](T x, int64_t d, bool k) { return min(x, d, k); });
+  m.def("_max_dim", [](T x, Int d, bool k) { return max(x, d.get("max", "dim"), k); });
+  m.def("_min_dim", [](T x, Int d, bool k) { return min(x, d.get("min", "dim"), k); });
   expose(m, "max");
   expose(m, "min");
-  TERRA_PY_BOTH(m, cls, "argmax", [](T x, std::optional<int64_t> d, bool k) {
-    return d ? argmax(x, *d, k) : argmax(x);
+  TERRA_PY_BOTH(m, cls, "argmax", [](T x, std::optional<Int> d, bool k) {
+    return d ? argmax(x, d->get("argmax", "dim"), k) : argmax(x);
   }, py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  TERRA_PY_BOTH(m, cls, "argmin", [](T x, std::optional<int64_t> d, bool k) {
-    return d ? argmin(x, *d, k) : argmin(x);
+  TERRA_PY_BOTH(m, cls, "argmin", [](T x, std::optional<Int> d, bool k) {
+    return d ? argmin(x, d->get("argmin", "dim"), k) : argmin(x);
   }, py::arg("dim") = py::none(), py::arg("keepdim") = false);
   TERRA_PY_BOTH(m, cls, "var", [](T x, py::object dim, bool unbiased, bool k) {
-    return var(x, dims_from_object(dim), unbiased, k);
+    return var(x, dims_from_object(dim, "var"), unbiased, k);
   }, py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false);
   TERRA_PY_BOTH(m, cls, "std", [](T x, py::object dim, bool unbiased, bool k) {
-    return std_(x, dims_from_object(dim), unbiased, k);
+    return std_(x, dims_from_object(dim, "std"), unbiased, k);
   }, py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false);
 }
 

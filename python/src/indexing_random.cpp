@@ -6,21 +6,21 @@ namespace terra::python {
 void bind_indexing_random(py::module_& m) {
   auto cls = tensor_class(m);
   using T = const Tensor&;
-  m.def("cat", [](const std::vector<Tensor>& ts, int64_t d) { return cat(ts, d); }, py::arg("tensors"),
-        py::arg("dim") = 0);
-  m.def("stack", [](const std::vector<Tensor>& ts, int64_t d) { return stack(ts, d); }, py::arg("tensors"),
-        py::arg("dim") = 0);
+  m.def("cat", [](const std::vector<Tensor>& ts, Int d) { return cat(ts, d.get("cat", "dim")); }, py::arg("tensors"),
+        py::arg("dim") = py::int_(0));
+  m.def("stack", [](const std::vector<Tensor>& ts, Int d) { return stack(ts, d.get("stack", "dim")); },
+        py::arg("tensors"), py::arg("dim") = py::int_(0));
   // split(x, int) pieces of that size; split(x, [sizes]) pieces of those sizes (torch).
-  auto split_fn = [](T x, py::object s, int64_t d) {
-    if (py::isinstance<py::int_>(s)) return split(x, s.cast<int64_t>(), d);
-    return split(x, s.cast<std::vector<int64_t>>(), d);
+  auto split_fn = [](T x, py::object s, Int d) {
+    if (py::isinstance<py::int_>(s)) return split(x, int_arg(s, "split", "split_size"), d.get("split", "dim"));
+    return split(x, dims_from_object(s, "split"), d.get("split", "dim"));
   };
-  TERRA_PY_BOTH(m, cls, "split", split_fn, py::arg("split_size_or_sections"), py::arg("dim") = 0);
-  TERRA_PY_BOTH(m, cls, "chunk", [](T x, int64_t c, int64_t d) { return chunk(x, c, d); }, py::arg("chunks"),
-                py::arg("dim") = 0);
-  TERRA_PY_BOTH(m, cls, "index_select", [](T x, int64_t d, T i) { return index_select(x, d, i); }, py::arg("dim"),
-                py::arg("index"));
-  TERRA_PY_BOTH(m, cls, "gather", [](T x, int64_t d, T i) { return gather(x, d, i); }, py::arg("dim"),
+  TERRA_PY_BOTH(m, cls, "split", split_fn, py::arg("split_size_or_sections"), py::arg("dim") = py::int_(0));
+  TERRA_PY_BOTH(m, cls, "chunk", [](T x, Int c, Int d) { return chunk(x, c.get("chunk", "chunks"), d.get("chunk", "dim")); },
+                py::arg("chunks"), py::arg("dim") = py::int_(0));
+  TERRA_PY_BOTH(m, cls, "index_select", [](T x, Int d, T i) { return index_select(x, d.get("index_select", "dim"), i); },
+                py::arg("dim"), py::arg("index"));
+  TERRA_PY_BOTH(m, cls, "gather", [](T x, Int d, T i) { return gather(x, d.get("gather", "dim"), i); }, py::arg("dim"),
                 py::arg("index"));
   // torch.nn.functional.embedding's argument order: (indices, weight).
   m.def("embedding", [](T idx, T w, std::optional<int64_t> pad) { return embedding(w, idx, pad); },
@@ -45,9 +45,9 @@ void bind_indexing_random(py::module_& m) {
     return randn(x.shape(), dtype.is_none() ? x.dtype() : dtype_or(dtype));
   }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none());
   // randint(high, size) or randint(low, high, size), as torch.
-  m.def("randint", [](int64_t a, py::object b, py::object size) {
-    if (size.is_none()) return randint(0, a, shape_from_object(b, "randint"));
-    return randint(a, b.cast<int64_t>(), shape_from_object(size, "randint"));
+  m.def("randint", [](Int a, py::object b, py::object size) {
+    if (size.is_none()) return randint(0, a.get("randint", "high"), shape_from_object(b, "randint"));
+    return randint(a.get("randint", "low"), int_arg(b, "randint", "high"), shape_from_object(size, "randint"));
   }, py::arg("low"), py::arg("high"), py::arg("size") = py::none());
   m.def("bernoulli", [](T p) { return bernoulli(p); }, py::arg("input"));
   m.def("dropout", [](T x, double p, bool training) { return dropout(x, p, training); }, py::arg("input"),

@@ -1,5 +1,6 @@
 // The extension module terra._terra: dtypes, grad mode, the op registry, and every bind_* group.
 #include <set>
+#include <stdexcept>
 
 #include "binding.h"
 
@@ -14,8 +15,24 @@ std::set<std::string>& exposed() {
 
 void expose(py::module_& m, const char* name) { exposed().insert(name); }
 
+int64_t int_arg(const py::handle& h, const char* op, const char* arg) {
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!i) {
+    PyErr_Clear();
+    throw py::type_error(std::string("[") + op + "] " + arg + " must be an int, got " +
+                         std::string(py::str(h.get_type().attr("__name__"))));
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow)  // std::overflow_error reaches Python as OverflowError
+    throw std::overflow_error(std::string("[") + op + "] " + arg + " " + std::string(py::str(i)) +
+                              " is out of the int64 range");
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return int64_t(v);
+}
+
 Shape shape_from_object(const py::handle& obj, const char* op) {
-  if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
+  if (py::isinstance<py::int_>(obj)) return {int_arg(obj, op, "size")};
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
     throw std::invalid_argument(std::string("[") + op + "] a shape must be ints or a sequence of ints, got " +
                                 std::string(py::str(obj.get_type().attr("__name__"))));
@@ -24,7 +41,7 @@ Shape shape_from_object(const py::handle& obj, const char* op) {
     if (!py::isinstance<py::int_>(h) && !py::hasattr(h, "__index__"))
       throw std::invalid_argument(std::string("[") + op + "] a shape must hold ints, got " +
                                   std::string(py::repr(obj)));
-    s.push_back(py::int_(py::reinterpret_borrow<py::object>(h)).cast<int64_t>());
+    s.push_back(int_arg(h, op, "size"));
   }
   return s;
 }
@@ -36,15 +53,18 @@ Shape shape_from_args(const py::args& args, const char* op) {
     if (!py::isinstance<py::int_>(h))
       throw std::invalid_argument(std::string("[") + op + "] a shape must hold ints, got " +
                                   std::string(py::repr(args)));
-    s.push_back(h.cast<int64_t>());
+    s.push_back(int_arg(h, op, "size"));
   }
   return s;
 }
 
-std::vector<int64_t> dims_from_object(const py::handle& obj) {
+std::vector<int64_t> dims_from_object(const py::handle& obj, const char* op) {
   if (obj.is_none()) return {};
-  if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
-  return obj.cast<std::vector<int64_t>>();
+  if (py::isinstance<py::int_>(obj)) return {int_arg(obj, op, "dim")};
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) return obj.cast<std::vector<int64_t>>();
+  std::vector<int64_t> d;
+  for (py::handle h : obj) d.push_back(int_arg(h, op, "dim"));
+  return d;
 }
 
 DType dtype_from_object(const py::handle& obj) {
@@ -64,6 +84,14 @@ using namespace terra::python;
 
 PYBIND11_MODULE(_terra, m) {
   m.doc() = "terra: imperative-symbolic co-execution runtime (C++ core)";
+  // A storage that cannot be allocated is MemoryError, with terra's "[op] cannot allocate ..." message.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
 
   py::enum_<DType>(m, "dtype")
       .value("float32", DType::Float32)

@@ -29,12 +29,19 @@ void bind_nn(py::module_& m) {
       .def("name", &Module::name);
 
   py::class_<nn::Linear, Module, std::shared_ptr<nn::Linear>>(n, "Linear")
-      .def(py::init<int64_t, int64_t, bool>(), py::arg("in_features"), py::arg("out_features"),
+      .def(py::init([](Int i, Int o, bool b) {
+        return std::make_shared<nn::Linear>(i.get("nn.Linear", "in_features"), o.get("nn.Linear", "out_features"), b);
+      }), py::arg("in_features"), py::arg("out_features"),
            py::arg("bias") = true)
       .def_readonly("in_features", &nn::Linear::in_features)
       .def_readonly("out_features", &nn::Linear::out_features);
   py::class_<nn::Conv2d, Module, std::shared_ptr<nn::Conv2d>>(n, "Conv2d")
-      .def(py::init<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>(), py::arg("in_channels"),
+      .def(py::init([](Int i, Int o, Int k, Int s, Int p, Int d, Int g, bool b) {
+        const char* op = "nn.Conv2d";
+        return std::make_shared<nn::Conv2d>(i.get(op, "in_channels"), o.get(op, "out_channels"),
+                                            k.get(op, "kernel_size"), s.get(op, "stride"), p.get(op, "padding"),
+                                            d.get(op, "dilation"), g.get(op, "groups"), b);
+      }), py::arg("in_channels"),
            py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1, py::arg("padding") = 0,
            py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true)
       .def_readonly("in_channels", &nn::Conv2d::in_channels)
@@ -45,7 +52,13 @@ void bind_nn(py::module_& m) {
       .def_readonly("dilation", &nn::Conv2d::dilation)
       .def_readonly("groups", &nn::Conv2d::groups);
   py::class_<nn::ConvTranspose2d, Module, std::shared_ptr<nn::ConvTranspose2d>>(n, "ConvTranspose2d")
-      .def(py::init<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t>(),
+      .def(py::init([](Int i, Int o, Int k, Int s, Int p, Int op_, Int g, bool b, Int d) {
+        const char* op = "nn.ConvTranspose2d";
+        return std::make_shared<nn::ConvTranspose2d>(i.get(op, "in_channels"), o.get(op, "out_channels"),
+                                                     k.get(op, "kernel_size"), s.get(op, "stride"),
+                                                     p.get(op, "padding"), op_.get(op, "output_padding"),
+                                                     g.get(op, "groups"), b, d.get(op, "dilation"));
+      }),
            py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
            py::arg("padding") = 0, py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("bias") = true,
            py::arg("dilation") = 1)
@@ -58,7 +71,9 @@ void bind_nn(py::module_& m) {
       .def_readonly("dilation", &nn::ConvTranspose2d::dilation)
       .def_readonly("groups", &nn::ConvTranspose2d::groups);
   py::class_<nn::BatchNorm2d, Module, std::shared_ptr<nn::BatchNorm2d>>(n, "BatchNorm2d")
-      .def(py::init<int64_t, double, double, bool>(), py::arg("num_features"), py::arg("eps") = 1e-5,
+      .def(py::init([](Int n, double eps, double momentum, bool affine) {
+        return std::make_shared<nn::BatchNorm2d>(n.get("nn.BatchNorm2d", "num_features"), eps, momentum, affine);
+      }), py::arg("num_features"), py::arg("eps") = 1e-5,
            py::arg("momentum") = 0.1, py::arg("affine") = true)
       .def_readonly("num_features", &nn::BatchNorm2d::num_features)
       .def_readonly("eps", &nn::BatchNorm2d::eps)
@@ -70,11 +85,17 @@ void bind_nn(py::module_& m) {
       .def_readonly("normalized_shape", &nn::LayerNorm::normalized_shape)
       .def_readonly("eps", &nn::LayerNorm::eps);
   py::class_<nn::Embedding, Module, std::shared_ptr<nn::Embedding>>(n, "Embedding")
-      .def(py::init<int64_t, int64_t>(), py::arg("num_embeddings"), py::arg("embedding_dim"))
+      .def(py::init([](Int n, Int d) {
+        return std::make_shared<nn::Embedding>(n.get("nn.Embedding", "num_embeddings"),
+                                               d.get("nn.Embedding", "embedding_dim"));
+      }), py::arg("num_embeddings"), py::arg("embedding_dim"))
       .def_readonly("num_embeddings", &nn::Embedding::num_embeddings)
       .def_readonly("embedding_dim", &nn::Embedding::embedding_dim);
   py::class_<nn::MultiheadAttention, Module, std::shared_ptr<nn::MultiheadAttention>>(n, "MultiheadAttention")
-      .def(py::init<int64_t, int64_t, double, bool>(), py::arg("embed_dim"), py::arg("num_heads"),
+      .def(py::init([](Int e, Int h, double dropout, bool bias) {
+        return std::make_shared<nn::MultiheadAttention>(e.get("nn.MultiheadAttention", "embed_dim"),
+                                                        h.get("nn.MultiheadAttention", "num_heads"), dropout, bias);
+      }), py::arg("embed_dim"), py::arg("num_heads"),
            py::arg("dropout") = 0.0, py::arg("bias") = true)
       .def("forward", [](nn::MultiheadAttention& self, const Tensor& q, const Tensor& k, const Tensor& v,
                          const py::object& mask, const py::object& kpm) {

@@ -6,8 +6,9 @@ namespace terra::python {
 void bind_softmax_loss(py::module_& m) {
   auto cls = tensor_class(m);
   using T = const Tensor&;
-  TERRA_PY_BOTH(m, cls, "softmax", [](T x, int64_t d) { return softmax(x, d); }, py::arg("dim"));
-  TERRA_PY_BOTH(m, cls, "log_softmax", [](T x, int64_t d) { return log_softmax(x, d); }, py::arg("dim"));
+  TERRA_PY_BOTH(m, cls, "softmax", [](T x, Int d) { return softmax(x, d.get("softmax", "dim")); }, py::arg("dim"));
+  TERRA_PY_BOTH(m, cls, "log_softmax", [](T x, Int d) { return log_softmax(x, d.get("log_softmax", "dim")); },
+                py::arg("dim"));
   m.def("cross_entropy", [](T x, T t, int64_t ii, std::string r) { return cross_entropy(x, t, ii, std::move(r)); },
         py::arg("input"), py::arg("target"), py::arg("ignore_index") = -100, py::arg("reduction") = "mean");
   m.def("nll_loss", [](T x, T t, int64_t ii, std::string r) { return nll_loss(x, t, ii, std::move(r)); },

@@ -131,7 +131,7 @@ Tensor index_of(const Tensor& x, py::handle idx) {
       r = slice(r, d, n ? s : 0, n ? s + (n - 1) * st + 1 : 0, st);
       ++d;
     } else if (py::isinstance<py::int_>(h) || (py::hasattr(h, "__index__") && !py::isinstance<Tensor>(h))) {
-      int64_t i = py::int_(py::reinterpret_borrow<py::object>(h)).cast<int64_t>();
+      int64_t i = int_arg(h, "index", "index");
       int64_t size = r.shape()[size_t(d)];
       if (i < -size || i >= size)
         index_error("[index] index " + std::to_string(i) + " is out of bounds for dim " + std::to_string(d) +
@@ -156,7 +156,7 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("shape", &shape_tuple)
       .def("size", [](const Tensor& t, py::object d) -> py::object {
         if (d.is_none()) return shape_tuple(t);
-        return py::int_(t.size(d.cast<int64_t>()));
+        return py::int_(t.size(int_arg(d, "size", "dim")));
       }, py::arg("dim") = py::none())
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("ndim", &Tensor::dim)
@@ -208,7 +208,9 @@ void bind_tensor(py::module_& m) {
       // shape and views
       .def("reshape", [](const Tensor& t, py::args a) { return t.reshape(shape_from_args(a, "reshape")); })
       .def("view", [](const Tensor& t, py::args a) { return t.view(shape_from_args(a, "view")); })
-      .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"))
+      .def("transpose", [](const Tensor& t, Int a, Int b) {
+        return t.transpose(a.get("transpose", "dim0"), b.get("transpose", "dim1"));
+      }, py::arg("dim0"), py::arg("dim1"))
       .def("permute", [](const Tensor& t, py::args a) { return t.permute(shape_from_args(a, "permute")); })
       .def("t", &Tensor::t)
       .def_property_readonly("T", [](const Tensor& t) {
@@ -216,18 +218,24 @@ void bind_tensor(py::module_& m) {
         for (int64_t i = t.dim() - 1; i >= 0; --i) d.push_back(i);
         return t.permute(d);
       })
-      .def("slice", &Tensor::slice, py::arg("dim"), py::arg("start"), py::arg("end"), py::arg("step") = 1)
-      .def("select", &Tensor::select, py::arg("dim"), py::arg("index"))
+      .def("slice", [](const Tensor& t, Int d, Int s, Int e, Int st) {
+        return t.slice(d.get("slice", "dim"), s.get("slice", "start"), e.get("slice", "end"), st.get("slice", "step"));
+      }, py::arg("dim"), py::arg("start"), py::arg("end"), py::arg("step") = py::int_(1))
+      .def("select", [](const Tensor& t, Int d, Int i) {
+        return t.select(d.get("select", "dim"), i.get("select", "index"));
+      }, py::arg("dim"), py::arg("index"))
       .def("expand", [](const Tensor& t, py::args a) { return t.expand(shape_from_args(a, "expand")); })
       .def("squeeze", [](const Tensor& t, py::object d) {
-        if (!d.is_none()) return t.squeeze(d.cast<int64_t>());
+        if (!d.is_none()) return t.squeeze(int_arg(d, "squeeze", "dim"));
         Tensor r = t;
         for (int64_t i = t.dim() - 1; i >= 0; --i)
           if (t.shape()[size_t(i)] == 1) r = r.squeeze(i);
         return r;
       }, py::arg("dim") = py::none())
-      .def("unsqueeze", &Tensor::unsqueeze, py::arg("dim"))
-      .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("unsqueeze", [](const Tensor& t, Int d) { return t.unsqueeze(d.get("unsqueeze", "dim")); }, py::arg("dim"))
+      .def("flatten", [](const Tensor& t, Int s, Int e) {
+        return t.flatten(s.get("flatten", "start_dim"), e.get("flatten", "end_dim"));
+      }, py::arg("start_dim") = py::int_(0), py::arg("end_dim") = py::int_(-1))
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
       .def("to", [](const Tensor& t, py::object d) { return t.to(dtype_from_object(d)); }, py::arg("dtype"))
@@ -237,10 +245,10 @@ void bind_tensor(py::module_& m) {
       .def("bool", [](const Tensor& t) { return t.to(DType::Bool); })
       // reductions
       .def("sum", [](const Tensor& t, py::object dim, bool keepdim) {
-        return sum(t, dims_from_object(dim), keepdim);
+        return sum(t, dims_from_object(dim, "sum"), keepdim);
       }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("mean", [](const Tensor& t, py::object dim, bool keepdim) {
-        return mean(t, dims_from_object(dim), keepdim);
+        return mean(t, dims_from_object(dim, "mean"), keepdim);
       }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       // in place
       .def("add_", [](const Tensor& t, const Tensor& o, double alpha) { return t.add_(o, alpha); },

@@ -1,5 +1,6 @@
 #include "terra/core/allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -38,6 +39,7 @@ Pool& pool() {
 
 void* allocate(size_t nbytes) {
   if (nbytes == 0) nbytes = 1;
+  if (nbytes > SIZE_MAX / 2) throw std::bad_alloc();  // rounding up below must not wrap
   int c = class_of(nbytes);
   size_t sz = c >= 0 ? class_size(c) : (nbytes + kAlign - 1) / kAlign * kAlign;
   Pool& p = pool();
@@ -55,7 +57,12 @@ void* allocate(size_t nbytes) {
     }
   }
   void* b = std::aligned_alloc(kAlign, sz);
-  if (!b) throw std::bad_alloc();
+  if (!b) {
+    std::lock_guard<std::mutex> g(p.mu);  // the block was never handed out
+    p.stats.allocations--;
+    p.stats.bytes_in_use -= int64_t(sz);
+    throw std::bad_alloc();
+  }
   return b;
 }
 

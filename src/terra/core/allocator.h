@@ -3,6 +3,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace terra {
 
@@ -14,6 +16,14 @@ struct AllocatorStats {
   int64_t cache_hits = 0;      // of those, served from the cache
 };
 
+// A tensor's storage could not be allocated: "[op] cannot allocate N bytes for shape [..]".
+// The Python binding raises it as MemoryError.
+struct OutOfMemory : std::runtime_error {
+  explicit OutOfMemory(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Throws std::bad_alloc when the system has no block of `nbytes` (callers that know the op and the
+// shape turn it into OutOfMemory).
 void* allocate(size_t nbytes);
 void deallocate(void* p, size_t nbytes);
 AllocatorStats allocator_stats();

@@ -22,7 +22,7 @@ std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, c
   }
   std::vector<Tensor> out;
   out.reserve(meta.size());
-  for (auto& m : meta) out.push_back(empty(m.shape, m.dtype));
+  for (auto& m : meta) out.push_back(empty(m.shape, m.dtype, op.name));
   op.kernel(KernelArgs{in, out, attrs, rng});
   return out;
 }
@@ -52,6 +52,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
     if (!in[k].defined())
       throw std::invalid_argument(std::string("[") + op.name + "] input " + std::to_string(k) + " is undefined");
   std::vector<TensorMeta> meta = op.infer(in, attrs);
+  // Every output shape, in every mode, before anything is recorded: sizes that overflow never run.
+  for (auto& m : meta) check_shape(op.name, m.shape, itemsize(m.dtype));
 
   PhiloxKey rng;
   if (op.has(kRandom)) {

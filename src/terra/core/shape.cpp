@@ -5,10 +5,41 @@
 
 namespace terra {
 
-int64_t numel_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
+int64_t numel_of(const Shape& s) { return numel_of("numel", s); }
+
+int64_t numel_of(const char* op, const Shape& s) {
+  int64_t n = 1, bound = 1;
+  for (int64_t d : s) {
+    if (__builtin_mul_overflow(bound, d > 0 ? d : 1, &bound))
+      throw std::invalid_argument(std::string("[") + op + "] shape " + shape_str(s) +
+                                  " has more elements than int64 can count");
+    n *= d;  // |n| <= bound: cannot overflow
+  }
   return n;
+}
+
+void check_shape(const char* op, const Shape& s, size_t itemsize) {
+  for (int64_t d : s)
+    if (d < 0) throw std::invalid_argument(std::string("[") + op + "] negative dimension in shape " + shape_str(s));
+  int64_t n = numel_of(op, s), bytes;
+  if (__builtin_mul_overflow(n, int64_t(itemsize), &bytes))
+    throw std::invalid_argument(std::string("[") + op + "] shape " + shape_str(s) + " needs more than 2^63 bytes");
+}
+
+int64_t checked_mul(const char* op, int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw std::invalid_argument(std::string("[") + op + "] " + what + " overflows int64 (" + std::to_string(a) +
+                                " * " + std::to_string(b) + ")");
+  return r;
+}
+
+int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw std::invalid_argument(std::string("[") + op + "] " + what + " overflows int64 (" + std::to_string(a) +
+                                " + " + std::to_string(b) + ")");
+  return r;
 }
 
 Shape contiguous_strides(const Shape& s) {
@@ -16,7 +47,8 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
+    if (__builtin_mul_overflow(acc, s[i] > 0 ? s[i] : 1, &acc))
+      throw std::invalid_argument("[strides] shape " + shape_str(s) + " has more elements than int64 can count");
   }
   return st;
 }

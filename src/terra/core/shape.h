@@ -1,5 +1,6 @@
 // Shapes, strides and the broadcasting rules shared by every op's shape inference.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,7 +9,16 @@ namespace terra {
 
 using Shape = std::vector<int64_t>;
 
+// Element count; throws std::invalid_argument when the dims' product overflows int64 (zero dims
+// count as 1 for that check, so every contiguous stride of a valid shape fits as well).
 int64_t numel_of(const Shape& s);
+int64_t numel_of(const char* op, const Shape& s);
+// Validates a shape an op is about to produce: no negative dim, and numel and numel * itemsize
+// fit in int64. Throws std::invalid_argument("[op] ... shape [..] ...").
+void check_shape(const char* op, const Shape& s, size_t itemsize = 1);
+// a * b and a + b, or std::invalid_argument("[op] <what> overflows int64") when they do not fit.
+int64_t checked_mul(const char* op, int64_t a, int64_t b, const std::string& what);
+int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& what);
 Shape contiguous_strides(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 // Numpy broadcasting; throws std::invalid_argument naming `op` when shapes do not broadcast.

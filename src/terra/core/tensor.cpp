@@ -1,6 +1,7 @@
 #include "terra/core/tensor.h"
 
 #include <atomic>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -46,13 +47,20 @@ void* TensorImpl::data() {
   return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
 }
 
-Tensor empty(const Shape& shape, DType dtype) {
+Tensor empty(const Shape& shape, DType dtype, const char* op) {
+  check_shape(op, shape, itemsize(dtype));
   auto t = std::make_shared<TensorImpl>();
-  t->numel = numel_of(shape);
+  t->numel = numel_of(op, shape);
   t->shape = shape;
   t->strides = contiguous_strides(shape);
   t->dtype = dtype;
-  t->storage = std::make_shared<Storage>(size_t(t->numel) * itemsize(dtype));
+  size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
+  try {
+    t->storage = std::make_shared<Storage>(nbytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(std::string("[") + op + "] cannot allocate " + std::to_string(nbytes) + " bytes for shape " +
+                      shape_str(shape) + " (" + dtype_name(dtype) + ")");
+  }
   return Tensor(std::move(t));
 }
 

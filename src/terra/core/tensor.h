@@ -126,7 +126,9 @@ class Tensor {
 // The id the next TensorImpl will get (ids only grow): tensors with a smaller id existed before.
 uint64_t next_tensor_id();
 
-// A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use).
-Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+// A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use). Throws
+// std::invalid_argument for a bad shape and OutOfMemory when the storage cannot be allocated,
+// both naming `op` (the op whose output it is).
+Tensor empty(const Shape& shape, DType dtype = DType::Float32, const char* op = "empty");
 
 }  // namespace terra

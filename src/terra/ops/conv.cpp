@@ -1,5 +1,6 @@
 #include "terra/ops/conv.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -54,20 +55,24 @@ Shape conv_out_shape(const char* op, const Shape& x, const Shape& w, const Attrs
   if (w[0] % G != 0)
     throw std::invalid_argument(std::string("[") + op + "] weight of shape " + shape_str(w) + " has " +
                                 std::to_string(w[0]) + " output channels, not divisible by groups=" + std::to_string(G));
-  if (x[1] != w[1] * G)
+  if (__int128(x[1]) != __int128(w[1]) * G)
     throw std::invalid_argument(std::string("[") + op + "] input of shape " + shape_str(x) + " has " +
                                 std::to_string(x[1]) + " channels but weight of shape " + shape_str(w) + " expects " +
                                 std::to_string(w[1] * G) + " (groups=" + std::to_string(G) + ")");
   Shape out{x[0], w[0], 0, 0};
   for (int d = 0; d < 2; ++d) {
     int64_t s = a.ints("stride")[size_t(d)], p = a.ints("padding")[size_t(d)], dil = a.ints("dilation")[size_t(d)];
-    int64_t ext = dil * (w[size_t(2 + d)] - 1) + 1, in = x[size_t(2 + d)] + 2 * p;
+    // 128-bit: a huge dilation or padding must give an error, not a wrapped size.
+    __int128 ext = __int128(dil) * (w[size_t(2 + d)] - 1) + 1, in = __int128(x[size_t(2 + d)]) + __int128(2) * p;
+    if (in > INT64_MAX) throw std::invalid_argument(std::string("[") + op + "] padded input size overflows int64; input " +
+                                                    shape_str(x) + ", padding " + ints_str(a.ints("padding")));
     if (ext > in)
-      throw std::invalid_argument(std::string("[") + op + "] kernel of size " + std::to_string(ext) +
-                                  " (dilated) is larger than the padded input of size " + std::to_string(in) +
+      throw std::invalid_argument(std::string("[") + op + "] kernel of size " +
+                                  (ext > INT64_MAX ? std::string("> 2^63") : std::to_string(int64_t(ext))) +
+                                  " (dilated) is larger than the padded input of size " + std::to_string(int64_t(in)) +
                                   "; input " + shape_str(x) + ", weight " + shape_str(w) + ", padding " +
                                   ints_str(a.ints("padding")));
-    out[size_t(2 + d)] = (in - ext) / s + 1;
+    out[size_t(2 + d)] = int64_t((in - ext) / s + 1);
   }
   return out;
 }
@@ -137,14 +142,18 @@ Shape conv_transpose_out_shape(const Shape& x, const Shape& w, const Attrs& a) {
   if (w[0] % G != 0)
     throw std::invalid_argument(std::string("[") + op + "] weight of shape " + shape_str(w) + " has " +
                                 std::to_string(w[0]) + " input channels, not divisible by groups=" + std::to_string(G));
-  Shape out{x[0], w[1] * G, 0, 0};
+  Shape out{x[0], checked_mul(op, w[1], G, "output channels of weight " + shape_str(w)), 0, 0};
   for (int d = 0; d < 2; ++d) {
     int64_t s = a.ints("stride")[size_t(d)], p = a.ints("padding")[size_t(d)], dil = a.ints("dilation")[size_t(d)];
     int64_t op_ = a.ints("output_padding")[size_t(d)];
     if (op_ < 0 || op_ >= s)
       throw std::invalid_argument(std::string("[") + op + "] output_padding " + ints_str(a.ints("output_padding")) +
                                   " must be non-negative and smaller than stride " + ints_str(a.ints("stride")));
-    out[size_t(2 + d)] = (x[size_t(2 + d)] - 1) * s - 2 * p + dil * (w[size_t(2 + d)] - 1) + op_ + 1;
+    __int128 o = (__int128(x[size_t(2 + d)]) - 1) * s - __int128(2) * p + __int128(dil) * (w[size_t(2 + d)] - 1) + op_ + 1;
+    if (o > INT64_MAX)
+      throw std::invalid_argument(std::string("[") + op + "] output size overflows int64 for input " + shape_str(x) +
+                                  ", weight " + shape_str(w) + ", stride " + ints_str(a.ints("stride")));
+    out[size_t(2 + d)] = o < 0 ? 0 : int64_t(o);
     if (out[size_t(2 + d)] <= 0)
       throw std::invalid_argument(std::string("[") + op + "] output size " + shape_str(out) +
                                   " is not positive for input " + shape_str(x) + ", weight " + shape_str(w) +

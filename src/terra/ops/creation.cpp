@@ -1,6 +1,7 @@
 #include "terra/ops/creation.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -13,23 +14,17 @@ namespace {
 
 template <class T>
 Tensor from_host(const std::vector<T>& v, const Shape& shape, const char* who) {
-  for (int64_t d : shape)
-    if (d < 0) throw std::invalid_argument(std::string("[") + who + "] negative dimension in shape " + shape_str(shape));
-  if (int64_t(v.size()) != numel_of(shape))
+  check_shape(who, shape, sizeof(T));
+  if (int64_t(v.size()) != numel_of(who, shape))
     throw std::invalid_argument(std::string("[") + who + "] " + std::to_string(v.size()) +
                                 " values do not fill shape " + shape_str(shape));
-  Tensor t = empty(shape, dtype_of<T>::value);
+  Tensor t = empty(shape, dtype_of<T>::value, who);
   if (!v.empty()) std::memcpy(t.impl()->data(), v.data(), v.size() * sizeof(T));
   return mark_external(t);
 }
 
-void check_shape(const char* op, const Shape& s) {
-  for (int64_t d : s)
-    if (d < 0) throw std::invalid_argument(std::string("[") + op + "] negative dimension in shape " + shape_str(s));
-}
-
 std::vector<TensorMeta> infer_full(std::span<const Tensor>, const Attrs& a) {
-  check_shape("full", a.ints("shape"));
+  check_shape("full", a.ints("shape"), itemsize(a.dtype("dtype")));
   return {{a.ints("shape"), a.dtype("dtype")}};
 }
 void kernel_full(const KernelArgs& k) {
@@ -50,8 +45,13 @@ OpRegistrar reg_full(kFull);
 std::vector<TensorMeta> infer_arange(std::span<const Tensor>, const Attrs& a) {
   int64_t s = a.i("start"), e = a.i("end"), st = a.i("step");
   if (st == 0) throw std::invalid_argument("[arange] step must be nonzero");
-  int64_t n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / (-st);
-  return {{{std::max<int64_t>(n, 0)}, a.dtype("dtype")}};
+  // In 128 bits: e - s and the rounding up overflow int64 for far-apart bounds.
+  __int128 span = __int128(e) - s, step = st;
+  __int128 n = span == 0 || (span > 0) != (step > 0) ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
+  if (n > INT64_MAX)
+    throw std::invalid_argument("[arange] range [" + std::to_string(s) + ", " + std::to_string(e) + ") with step " +
+                                std::to_string(st) + " has more elements than int64 can count");
+  return {{{int64_t(n)}, a.dtype("dtype")}};
 }
 void kernel_arange(const KernelArgs& k) {
   int64_t s = k.attrs.i("start"), st = k.attrs.i("step");
@@ -59,7 +59,8 @@ void kernel_arange(const KernelArgs& k) {
   visit_dtype(o.dtype, [&](auto z) {
     using T = decltype(z);
     T* p = o.data_as<T>();
-    for (int64_t i = 0; i < o.numel; ++i) p[i] = static_cast<T>(s + i * st);
+    // Unsigned: i * st alone may not fit in int64 even though s + i * st (within the range) does.
+    for (int64_t i = 0; i < o.numel; ++i) p[i] = static_cast<T>(int64_t(uint64_t(s) + uint64_t(i) * uint64_t(st)));
   });
 }
 const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernel_arange};
@@ -84,22 +85,29 @@ void kernel_eye(const KernelArgs& k) {
 const OpDef kEye{.name = "eye", .flags = 0, .infer = infer_eye, .kernel = kernel_eye};
 OpRegistrar reg_eye(kEye);
 
+// The factory's own name in shape errors (the op itself is "full").
+Tensor full_op(const char* who, Shape shape, double value, DType dtype) {
+  check_shape(who, shape, itemsize(dtype));
+  return dispatch1(kFull, {}, Attrs{{"shape", shape}, {"value", value}, {"dtype", dtype}});
+}
+
 }  // namespace
 
 Tensor tensor(std::vector<float> values, Shape shape) { return from_host(values, shape, "tensor"); }
 Tensor tensor_f64(std::vector<double> values, Shape shape) { return from_host(values, shape, "tensor"); }
 Tensor tensor(std::vector<int64_t> values, Shape shape) { return from_host(values, shape, "tensor"); }
 Tensor tensor_bool(std::vector<bool> values, Shape shape) {
+  check_shape("tensor", shape);
   std::vector<char> tmp(values.begin(), values.end());
-  if (int64_t(tmp.size()) != numel_of(shape))
+  if (int64_t(tmp.size()) != numel_of("tensor", shape))
     throw std::invalid_argument("[tensor] " + std::to_string(tmp.size()) + " values do not fill shape " + shape_str(shape));
-  Tensor t = empty(shape, DType::Bool);
+  Tensor t = empty(shape, DType::Bool, "tensor");
   if (!tmp.empty()) std::memcpy(t.impl()->data(), tmp.data(), tmp.size());
   return mark_external(t);
 }
 
 Tensor scalar_tensor(double value, DType dtype) {
-  Tensor t = empty({}, dtype);
+  Tensor t = empty({}, dtype, "scalar_tensor");
   visit_dtype(dtype, [&](auto z) {
     using T = decltype(z);
     *t.impl()->data_as<T>() = static_cast<T>(value);
@@ -107,11 +115,9 @@ Tensor scalar_tensor(double value, DType dtype) {
   return mark_external(t);
 }
 
-Tensor full(Shape shape, double value, DType dtype) {
-  return dispatch1(kFull, {}, Attrs{{"shape", shape}, {"value", value}, {"dtype", dtype}});
-}
-Tensor zeros(Shape shape, DType dtype) { return full(std::move(shape), 0.0, dtype); }
-Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1.0, dtype); }
+Tensor full(Shape shape, double value, DType dtype) { return full_op("full", std::move(shape), value, dtype); }
+Tensor zeros(Shape shape, DType dtype) { return full_op("zeros", std::move(shape), 0.0, dtype); }
+Tensor ones(Shape shape, DType dtype) { return full_op("ones", std::move(shape), 1.0, dtype); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor arange(int64_t n) { return arange(0, n, 1, DType::Int64); }

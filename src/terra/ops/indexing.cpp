@@ -71,7 +71,7 @@ std::vector<TensorMeta> infer_cat(std::span<const Tensor> in, const Attrs& a) {
       bad("cat", "tensor " + std::to_string(k) + " of shape " + shape_str(s) + " (" + dtype_name(in[k].dtype()) +
                      ") does not match tensor 0 of shape " + shape_str(s0) + " (" + dtype_name(in[0].dtype()) +
                      ") outside dim " + std::to_string(dim));
-    out[size_t(dim)] += s[size_t(dim)];
+    out[size_t(dim)] = checked_add("cat", out[size_t(dim)], s[size_t(dim)], "size of dim " + std::to_string(dim));
   }
   return {{out, in[0].dtype()}};
 }
@@ -443,7 +443,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
                      shape_str(x.shape()));
   std::vector<Tensor> out;
   if (n == 0) return {slice(x, dim, 0, 0)};
-  for (int64_t off = 0; off < n; off += split_size) out.push_back(slice(x, dim, off, std::min(n, off + split_size)));
+  for (int64_t off = 0; off < n; off += split_size) out.push_back(slice(x, dim, off, off + std::min(n - off, split_size)));
   return out;
 }
 
@@ -454,7 +454,7 @@ std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t d
   int64_t n = x.shape()[size_t(dim)], total = 0;
   for (int64_t s : sizes) {
     if (s < 0) bad("split", "negative size in " + shape_str(sizes));
-    total += s;
+    total = checked_add("split", total, s, "sum of sizes " + shape_str(sizes));
   }
   if (total != n)
     bad("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but dim " +

@@ -50,11 +50,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                                 " and " + shape_str(b.shape()));
   Tensor x = a.dim() == 1 ? unsqueeze(a, 0) : a;
   Tensor y = b.dim() == 1 ? unsqueeze(b, 1) : b;
-  if (x.dtype() != y.dtype()) {
-    DType d = promote(x.dtype(), y.dtype());
-    x = cast(x, d);
-    y = cast(y, d);
-  }
+  // No promotion (torch raises too): a float64 or int64 operand is a bug in the caller's model.
+  if (x.dtype() != y.dtype())
+    throw std::invalid_argument(std::string("[matmul] dtypes ") + dtype_name(a.dtype()) + " and " +
+                                dtype_name(b.dtype()) + " differ; shapes " + shape_str(a.shape()) + " and " +
+                                shape_str(b.shape()) + " (cast one of them)");
   Tensor r = dispatch1(kMatmul, {x, y});
   if (b.dim() == 1) r = squeeze(r, -1);
   if (a.dim() == 1) r = squeeze(r, a.dim() == 1 && b.dim() == 1 ? -1 : -2);

@@ -23,6 +23,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (b.defined() && b.shape() != Shape{w.shape()[0]})
     throw std::invalid_argument("[linear] bias of shape " + shape_str(b.shape()) + " does not match weight of shape " +
                                 shape_str(w.shape()) + " (expected [" + std::to_string(w.shape()[0]) + "])");
+  if (x.dtype() != w.dtype() || (b.defined() && b.dtype() != x.dtype()))
+    throw std::invalid_argument(std::string("[linear] dtype mismatch: input ") + dtype_name(x.dtype()) + " " +
+                                shape_str(x.shape()) + ", weight " + dtype_name(w.dtype()) + " " + shape_str(w.shape()) +
+                                (b.defined() ? std::string(", bias ") + dtype_name(b.dtype()) : std::string()));
+  if (x.dtype() == DType::Bool) throw std::invalid_argument("[linear] bool tensors are not supported");
   Tensor y = matmul(x, transpose(w, 0, 1));
   return b.defined() ? add(y, b) : y;
 }

@@ -31,7 +31,7 @@ Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
 }
 
 Shape resolve_shape(const char* op, const Shape& in, Shape s) {
-  int64_t known = 1, infer_at = -1;
+  int64_t infer_at = -1, known = 1, bound = 1;
   for (size_t d = 0; d < s.size(); ++d) {
     if (s[d] == -1) {
       if (infer_at >= 0) bad(op, "only one dimension can be -1 in " + shape_str(s));
@@ -39,15 +39,18 @@ Shape resolve_shape(const char* op, const Shape& in, Shape s) {
     } else if (s[d] < 0) {
       bad(op, "invalid dimension in shape " + shape_str(s));
     } else {
+      // Zero dims count as 1 in the bound, as in numel_of: no dim product of a shape overflows.
+      if (__builtin_mul_overflow(bound, std::max<int64_t>(s[d], 1), &bound))
+        bad(op, "shape " + shape_str(s) + " has more elements than int64 can count");
       known *= s[d];
     }
   }
-  int64_t n = numel_of(in);
+  int64_t n = numel_of(op, in);
   if (infer_at >= 0) {
     if (known == 0 || n % known != 0) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
     s[size_t(infer_at)] = n / known;
   }
-  if (numel_of(s) != n) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+  if (numel_of(op, s) != n) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
   return s;
 }
 
@@ -80,7 +83,8 @@ std::optional<Shape> view_strides(const Shape& old, const Shape& old_st, const S
 // ---- view
 std::vector<TensorMeta> infer_view(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
-  if (numel_of(s) != in[0].numel())
+  check_shape("view", s);
+  if (numel_of("view", s) != in[0].numel())
     bad("view", "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in[0].shape()));
   if (!view_strides(in[0].shape(), in[0].strides(), s))
     bad("view", "shape " + shape_str(s) + " is not compatible with the input's strides " +
@@ -128,23 +132,46 @@ const OpDef kPermute{.name = "permute", .flags = kView, .infer = infer_permute, 
                      .grad = grad_permute};
 
 // ---- slice (dim, start, end, step already normalized to the input)
+// Elements in [st, en) taken every `step`, without the (en - st + step - 1) that overflows for a huge step.
+int64_t slice_len(int64_t st, int64_t en, int64_t step) { return en > st ? (en - st - 1) / step + 1 : 0; }
+
+void check_slice(const char* op, const Shape& s, const Attrs& a) {
+  int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
+  if (d < 0 || d >= int64_t(s.size()))
+    bad(op, "dim " + std::to_string(d) + " is out of range for shape " + shape_str(s));
+  int64_t n = s[size_t(d)];
+  if (step <= 0 || st < 0 || st > n || en < st || en > n)
+    bad(op, "range [" + std::to_string(st) + ", " + std::to_string(en) + ") step " + std::to_string(step) +
+                " is out of bounds for dim " + std::to_string(d) + " of shape " + shape_str(s));
+}
+
 std::vector<TensorMeta> infer_slice(std::span<const Tensor> in, const Attrs& a) {
   Shape s = in[0].shape();
-  int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
-  s[size_t(d)] = en > st ? (en - st + step - 1) / step : 0;
+  check_slice("slice", s, a);
+  int64_t d = a.i("dim");
+  s[size_t(d)] = slice_len(a.i("start"), a.i("end"), a.i("step"));
   return {{s, in[0].dtype()}};
 }
 Tensor view_slice(const Tensor& x, const Attrs& a) {
   int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
   Shape s = x.shape(), str = x.strides();
-  s[size_t(d)] = en > st ? (en - st + step - 1) / step : 0;
+  s[size_t(d)] = slice_len(st, en, step);
   int64_t off = x.impl()->offset + st * str[size_t(d)];
-  str[size_t(d)] *= step;
+  // With one element the stride is never used, and stride * a huge step would overflow.
+  if (s[size_t(d)] > 1) str[size_t(d)] *= step;
   return make_view(x, s, str, off);
 }
 
 std::vector<TensorMeta> infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
-  return {{a.ints("in_shape"), in[0].dtype()}};
+  const Shape& s = a.ints("in_shape");
+  check_shape("slice_backward", s);
+  check_slice("slice_backward", s, a);
+  Shape g = s;
+  g[size_t(a.i("dim"))] = slice_len(a.i("start"), a.i("end"), a.i("step"));
+  if (in[0].shape() != g)
+    bad("slice_backward", "gradient of shape " + shape_str(in[0].shape()) + " does not match the slice of shape " +
+                              shape_str(g) + " of " + shape_str(s));
+  return {{s, in[0].dtype()}};
 }
 void kernel_slice_backward(const KernelArgs& k) {
   Tensor& out = k.out[0];
@@ -179,6 +206,7 @@ std::vector<TensorMeta> infer_expand(std::span<const Tensor> in, const Attrs& a)
     int64_t h = d < off ? 1 : have[d - off];
     int64_t w = want[d] == -1 ? h : want[d];
     if (d < off && want[d] == -1) bad("expand", "-1 is not allowed for a new leading dim in " + shape_str(want));
+    if (w < 0) bad("expand", "invalid size " + std::to_string(want[d]) + " in shape " + shape_str(want));
     if (h != w && h != 1) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
     s[d] = w;
   }
