@@ -50,7 +50,8 @@ tsan_tests() {
   suites=$(grep -ho '^TEST[_FP]*( *[A-Za-z0-9_]*' tests/runtime/*.cpp | sed 's/.*( *//' | sort -u)
   filter=$(for s in $suites; do printf '%s.*:*/%s.*:' "$s" "$s"; done)
   filter+='*ProgramTest.SameLossesInEveryMode/*:TerraBench.*'
-  # gcc 12's TSan dies with "unexpected memory mapping" under high-entropy ASLR: run without ASLR.
+  # gcc 12's TSan dies with "unexpected memory mapping" under high-entropy ASLR (vm.mmap_rnd_bits 32;
+  # 28 works): run without ASLR where setarch may. 200 random programs: 1000 take minutes under TSan.
   if setarch "$(uname -m)" -R true 2>/dev/null; then run=(setarch "$(uname -m)" -R); fi
   OMP_NUM_THREADS=1 TERRA_DIFF_PROGRAMS=200 \
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:log_path=$logs/tsan" \
