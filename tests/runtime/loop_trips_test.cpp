@@ -3,8 +3,10 @@
 // in co-execution. Every new largest trip count adds unrolled nodes to the graph, and with them
 // candidates to the phi that picks each optimizer update's gradient; the 257th candidate's index
 // did not fit the Validate message's phi byte, so the runner read another candidate (a value that
-// never ran) and waited for an abort the host never sent. Co-execution runs in a child process
-// under `timeout`, so a hang fails the test instead of hanging the run.
+// never ran) and waited for an abort the host never sent; where that candidate had run, the step
+// silently used the wrong gradient (any phi past 256 candidates, e.g. 300 parameters updated in a
+// loop). Co-execution runs in a child process under `timeout`, so a hang fails the test instead
+// of hanging the run.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -114,11 +116,34 @@ void random_trips(Engine& engine, const Observe& observe, uint32_t seed, int ste
   if (max_phi) *max_phi = max_phi_candidates(engine);
 }
 
+// No changing trip counts at all: 300 parameters applied in a loop give the update's gradient
+// input one candidate per parameter (the same backward node at 300 ages).
+void many_parameters(Engine& engine, const Observe& observe, size_t* max_phi) {
+  std::vector<Tensor> params;
+  for (int k = 0; k < 300; ++k) params.push_back((randn({4}) * 0.1 + 1.0).requires_grad_());
+  optim::SGD opt(params, 0.01);
+  Tensor x = randn({2, 4}), y = randn({2, 4});
+  for (int s = 0; s < 6; ++s) {
+    auto step = engine.step();
+    Tensor out = x;
+    for (const Tensor& w : params) out = tanh(out * w);
+    Tensor loss = nn::functional::mse_loss(out, y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    observe(loss);
+  }
+  engine.synchronize();
+  for (const Tensor& p : params) observe(p);
+  if (max_phi) *max_phi = max_phi_candidates(engine);
+}
+
 constexpr int kRandomSteps = 64;
 constexpr uint32_t kRandomSeeds[] = {1, 3, 12};  // 1 and 12 pass 256 phi candidates
 
 void run_named(const std::string& name, Engine& engine, const Observe& observe, size_t* max_phi) {
   if (name == "mlp") return mlp_growing_loop(engine, observe, kMlpSteps, max_phi);
+  if (name == "wide") return many_parameters(engine, observe, max_phi);
   if (name.rfind("random", 0) == 0)
     return random_trips(engine, observe, uint32_t(std::stoul(name.substr(6))), kRandomSteps, max_phi);
   throw std::invalid_argument("no loop-trips program named " + name);
@@ -210,4 +235,8 @@ TEST(LoopTrips, RandomTripCountsMatchEager) {
 
 TEST(LoopTrips, RandomTripCountsMatchEagerInLazy) {
   expect_child_matches_eager("random" + std::to_string(kRandomSeeds[0]), Mode::Lazy);
+}
+
+TEST(LoopTrips, ThreeHundredParametersUpdatedInALoopMatchEager) {
+  EXPECT_GE(expect_child_matches_eager("wide", Mode::CoExecution), 300u);
 }
