@@ -160,6 +160,14 @@ struct Gen {
       }
   }
 
+  void index_ops(const Region& r) {
+    for (auto& sw : r.switches)
+      for (auto& c : sw.cases)
+        for (auto& it : c.block)
+          if (it.is_loop) index_ops(*it.body);
+          else g.op_of[it.op.node] = &it.op;
+  }
+
   void control_deps(const trace::Region& r) {
     for (auto& n : r.nodes) {
       if (n->kind == Node::Loop) control_deps(*n->body);
@@ -231,6 +239,8 @@ SymbolicGraph generate(const trace::TraceGraph& tg) {
   g.root = std::move(*gen.region(tg.root()));
   gen.plan_release(g.root);
   gen.control_deps(tg.root());
+  g.op_of.assign(tg.num_nodes(), nullptr);
+  gen.index_ops(g.root);  // the vectors' buffers survive moving `g`: the pointers stay valid
   return g;
 }
 

@@ -73,6 +73,7 @@ struct SymbolicGraph {
   static constexpr uint32_t kRootRegion = ~0u;
   std::unordered_map<uint32_t, std::vector<uint32_t>> region_switches;
   std::vector<uint32_t> switch_pos;  // per switch id: index in its region's list
+  std::vector<const OpNode*> op_of;  // per node id: its OpNode in `root` (null for non-op nodes)
 
   static uint64_t edge_key(uint32_t from, uint32_t to) { return (uint64_t(from) << 32) | to; }
   std::string dot() const;

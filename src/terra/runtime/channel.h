@@ -89,7 +89,7 @@ struct Message {
   uint32_t value = 0;  // case index (kSkipped: the path did not pass this switch) / 1 = iterate, 0 = exit
   static constexpr uint32_t kSkipped = ~0u;
   std::vector<FeedValue> feeds;  // Validate: per input (set for fed inputs)
-  std::vector<uint8_t> phi;      // Validate: per input, chosen candidate for phi inputs
+  std::vector<uint32_t> phi;     // Validate: per input, chosen candidate for phi inputs (may exceed 255)
   PhiloxKey rng;
   std::shared_ptr<StepState> step;  // StepBegin
 };

@@ -249,6 +249,9 @@ void CoExecSession::begin_step() {
     st_->tg = &tg_;
     inflight_.push_back(st_);
     cursor_ = std::make_unique<trace::Cursor>(tg_, true);
+#ifndef NDEBUG
+    ring_model_.reset(*sg_);
+#endif
     regions_.assign(1, RegionState{graph::SymbolicGraph::kRootRegion, 0});
     Message m;
     m.kind = Message::StepBegin;
@@ -355,6 +358,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   Hist h{n->id, exec[n->id] - 1, uint32_t(hist_inputs_.size()), uint32_t(in.size())};
   hist_inputs_.resize(hist_inputs_.size() + in.size());
   trace::RecordSource* hin = hist_inputs_.data() + h.first;
+#ifndef NDEBUG
+  got_.assign(in.size(), trace::Source{});
+#endif
   for (size_t i = 0; i < in.size(); ++i) {
     TensorImpl* t = in[i].impl();
     const auto& set = n->sources[i];
@@ -383,8 +389,11 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       events_.clear();
       return trace_call(op, in, attrs, meta, rng, loc);
     }
+#ifndef NDEBUG
+    got_[i] = got;
+#endif
     if (msg) {
-      if (set.size() > 1) v.phi[i] = uint8_t(idx);
+      if (set.size() > 1) v.phi[i] = uint32_t(idx);
       if (set[size_t(idx)].kind != trace::Source::Op) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())
@@ -394,6 +403,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       }
     }
   }
+#ifndef NDEBUG
+  ring_model_.validate(n->id, seq_, got_, v.phi);
+#endif
   send_events();
   if (msg) runner_->channel().push(std::move(v));
 

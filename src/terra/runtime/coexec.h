@@ -13,6 +13,7 @@
 #include "terra/graph/symbolic_graph.h"
 #include "terra/runtime/engine.h"
 #include "terra/runtime/graph_runner.h"
+#include "terra/runtime/ring_model.h"
 #include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {
@@ -99,6 +100,9 @@ class CoExecSession {
   std::chrono::steady_clock::time_point t0_;
   double stall0_ = 0;  // host stall accumulated before this step began
   std::string explain_dir_;
+  // Debug builds only (NDEBUG undefined): the protocol check and the sources the host matched.
+  RingModel ring_model_;
+  std::vector<trace::Source> got_;
 };
 
 }  // namespace terra::runtime

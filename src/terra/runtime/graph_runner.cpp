@@ -155,6 +155,17 @@ void GraphRunner::wait_for_abort(const std::string& why) {
   }
 }
 
+// An input's producer did not run (or its value was dropped). If the host validated this very op
+// here, it matched that producer and will not fall back for it: a graph/host mismatch (waiting
+// would deadlock). Otherwise the runner ran ahead onto a path the host may not take.
+void GraphRunner::missing_value(const graph::OpNode& op, const trace::Source& s, bool validated) {
+  std::string what = "value " + s.str() + " read by node " + std::to_string(op.node) + " (" + op.op->name +
+                     ") at position " + std::to_string(pos_) + " is missing";
+  if (debug_protocol()) std::fprintf(stderr, "runner: %s%s\n", what.c_str(), validated ? " (validated)" : "");
+  if (validated) throw std::runtime_error("[GraphRunner] internal: the host validated an op whose input the runner lacks: " + what);
+  wait_for_abort(what);
+}
+
 Message GraphRunner::take_validate(uint32_t node) {
   Message m = ch_.pop();
   if (m.kind == Message::Abort) throw Abort{};
@@ -190,11 +201,9 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   std::vector<Tensor> in(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     auto& ring = env_[s.node];
-    // Ages count executions as the host sees them, the current one included; the runner has not
-    // pushed the current execution yet, so a node reading its own earlier output looks one closer.
-    size_t age = s.node == op.node ? s.age - 1 : s.age;
+    size_t age = ring_index(s, op.node);
     if (age >= ring.size() || s.out >= ring[age].size() || !ring[age][s.out].defined())
-      wait_for_abort("value of node " + std::to_string(s.node) + " is missing");
+      missing_value(op, s, op.needs_message);
     return ring[age][s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {

@@ -17,6 +17,13 @@ class BlockExecutor {
   virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, PhiloxKey rng);
 };
 
+// Index into a node's ring of recent executions for source `s` read by node `reader`. Ages count
+// executions as the host sees them, the current one included; the runner has not pushed the
+// current execution yet, so a node reading its own earlier output looks one closer.
+inline size_t ring_index(const trace::Source& s, uint32_t reader) {
+  return s.node == reader ? size_t(s.age) - 1 : size_t(s.age);
+}
+
 class GraphRunner {
  public:
   GraphRunner();
@@ -39,6 +46,7 @@ class GraphRunner {
   Message take_validate(uint32_t node);
   [[noreturn]] void wait_for_abort(const std::string& why);
   std::exception_ptr with_call_site(std::exception_ptr err, const StepState& st) const;
+  [[noreturn]] void missing_value(const graph::OpNode& op, const trace::Source& s, bool validated);
 
   // Values of the current step: per node, its most recent executions (depth max_age + 1).
   std::vector<std::deque<std::vector<Tensor>>> env_;
