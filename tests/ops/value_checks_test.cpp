@@ -307,24 +307,28 @@ TEST(ParallelFor, ExceptionInAWorkerIsRethrownOnTheCaller) {
   EXPECT_EQ(seen.load(), 1 << 20);  // the other chunks still ran: no thread left the region early
 }
 
-// Large index tensors go through the kernels' parallel loops: still one clean error.
-TEST(ValueChecksKernels, LargeIndexTensorsRaiseCleanly) {
-  const int64_t n = 100000;
-  std::vector<int64_t> iv(size_t(n), 1);
-  iv[size_t(n - 1)] = 8;
-  Tensor idx = ints(iv, {n});
-  Tensor x = ones({8, 4});
-  EXPECT_THROW(embedding(x, idx), std::invalid_argument);
-  EXPECT_THROW(index_select(x, 0, idx), std::invalid_argument);
-  const OpDef* op = find_op("embedding");
-  std::vector<Tensor> in{x, idx};
-  Attrs a{{"padding_idx", int64_t(-1)}, {"mask_padding", false}};
+// max_pool2d_backward scatters through its indices in a parallel loop: a bad index is refused
+// (hook and kernel alike) instead of writing outside the gradient.
+TEST(ValueChecksKernels, MaxPoolBackwardRefusesIndicesOutsideThePlane) {
+  const int64_t nc = 4096;
+  std::vector<int64_t> iv(size_t(nc * 4), 3);
+  iv[size_t(nc * 4 - 2)] = int64_t(1) << 40;
+  Tensor idx = ints(iv, {1, nc, 2, 2}), g = ones({1, nc, 2, 2});
+  const std::string msg = "[max_pool2d_backward] index 1099511627776 at position " + std::to_string(nc * 4 - 2) +
+                          " is out of range for an input plane of 4x4 elements";
+  const OpDef* op = find_op("max_pool2d_backward");
+  ASSERT_NE(op, nullptr);
+  std::vector<Tensor> in{g, idx};
+  Attrs a{{"input_shape", Shape{1, nc, 4, 4}}};
   std::vector<TensorMeta> meta = op->infer(in, a);
-  try {
-    execute_eager(*op, in, a, meta, {});
-    ADD_FAILURE() << "no exception";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "[embedding] index 8 is out of range for an embedding table of size 8");
+  for (bool through_hook : {true, false}) {
+    try {
+      if (through_hook) max_pool2d_backward(g, idx, {1, nc, 4, 4});
+      else execute_eager(*op, in, a, meta, {});
+      ADD_FAILURE() << "no exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), msg);
+    }
   }
 }
 

@@ -84,8 +84,8 @@ void check_divisor(const char* op, const Tensor& a, const Tensor& b) {
   });
   if (zero)
     throw std::invalid_argument(std::string("[") + op + "] integer division by zero: the " + dtype_name(b.dtype()) +
-                                " divisor of shape " + shape_str(b.shape()) + " has a zero element (dividend of shape " +
-                                shape_str(a.shape()) + ")");
+                                " divisor of shape " + shape_str(b.shape()) +
+                                " has a zero element (dividend of shape " + shape_str(a.shape()) + ")");
 }
 void values_div(std::span<const Tensor> in, const Attrs&) { check_divisor("div", in[0], in[1]); }
 void values_div_(std::span<const Tensor> in, const Attrs&) { check_divisor("div_", in[0], in[1]); }
