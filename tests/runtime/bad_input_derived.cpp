@@ -74,6 +74,9 @@ void add_derived_bad_cases(std::vector<BadCase>& out) {
       std::vector<Input> ins;
       std::vector<Values> vals;
       if (!transform(rows[r], v, ins, vals)) continue;
+      // The row indexes split's pieces by position: an empty input has one piece (as in torch), so
+      // the row itself, not terra, would read past its vector.
+      if (v == Variant::Empty && rows[r].name == "split/size") continue;
       const char* cls = v == Variant::NaN ? "nan" : v == Variant::Empty ? "empty" : "dtype";
       out.push_back(BadCase{rows[r].name + "/" + variant_name(v), cls, rows[r].ops, Expect::SameAsEager,
                             [r, ins, vals] {

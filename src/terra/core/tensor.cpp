@@ -1,5 +1,7 @@
 #include "terra/core/tensor.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <new>
 #include <stdexcept>
@@ -47,8 +49,22 @@ void* TensorImpl::data() {
   return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
 }
 
+static std::string cannot_allocate(const char* op, size_t nbytes, const Shape& shape, DType dtype) {
+  return std::string("[") + op + "] cannot allocate " + std::to_string(nbytes) + " bytes for shape " +
+         shape_str(shape) + " (" + dtype_name(dtype) + ")";
+}
+
+void check_allocatable(const char* op, const Shape& shape, DType dtype) {
+  static const size_t machine = size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
+  size_t nbytes = size_t(numel_of(op, shape)) * itemsize(dtype);  // check_shape ran: fits
+  if (machine > 0 && nbytes > machine)
+    throw OutOfMemory(cannot_allocate(op, nbytes, shape, dtype) + ": more than this machine's " +
+                      std::to_string(machine) + " bytes of memory");
+}
+
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
   check_shape(op, shape, itemsize(dtype));
+  check_allocatable(op, shape, dtype);
   auto t = std::make_shared<TensorImpl>();
   t->numel = numel_of(op, shape);
   t->shape = shape;
@@ -58,8 +74,7 @@ Tensor empty(const Shape& shape, DType dtype, const char* op) {
   try {
     t->storage = std::make_shared<Storage>(nbytes);
   } catch (const std::bad_alloc&) {
-    throw OutOfMemory(std::string("[") + op + "] cannot allocate " + std::to_string(nbytes) + " bytes for shape " +
-                      shape_str(shape) + " (" + dtype_name(dtype) + ")");
+    throw OutOfMemory(cannot_allocate(op, nbytes, shape, dtype));
   }
   return Tensor(std::move(t));
 }

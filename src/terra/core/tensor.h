@@ -129,6 +129,9 @@ uint64_t next_tensor_id();
 // A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use). Throws
 // std::invalid_argument for a bad shape and OutOfMemory when the storage cannot be allocated,
 // both naming `op` (the op whose output it is).
+// Raises OutOfMemory ("[op] cannot allocate N bytes for shape ...") when a tensor of this shape
+// needs more bytes than the machine has: at the op call, in every mode, before anything runs.
+void check_allocatable(const char* op, const Shape& shape, DType dtype);
 Tensor empty(const Shape& shape, DType dtype = DType::Float32, const char* op = "empty");
 
 }  // namespace terra

@@ -106,6 +106,8 @@ std::vector<TensorMeta> infer_conv2d_backward_input(std::span<const Tensor> in, 
   const Shape& xs = a.ints("input_shape");
   Shape want = conv_out_shape("conv2d_backward_input", xs, in[1].shape(), a);
   check_same_dtype("conv2d_backward_input", in[0], in[1], "weight");
+  if (!is_floating(in[0].dtype()))  // as the kernel says, but at the call in every mode
+    throw std::invalid_argument("[conv2d_backward_input] only float32 and float64 are supported");
   if (in[0].shape() != want)
     throw std::invalid_argument("[conv2d_backward_input] output gradient of shape " + shape_str(in[0].shape()) +
                                 " does not match the conv output shape " + shape_str(want) + " for input " +
@@ -118,6 +120,8 @@ std::vector<TensorMeta> infer_conv2d_backward_weight(std::span<const Tensor> in,
   const Shape& ws = a.ints("weight_shape");
   Shape want = conv_out_shape("conv2d_backward_weight", in[1].shape(), ws, a);
   check_same_dtype("conv2d_backward_weight", in[0], in[1], "input");
+  if (!is_floating(in[0].dtype()))  // as the kernel says, but at the call in every mode
+    throw std::invalid_argument("[conv2d_backward_weight] only float32 and float64 are supported");
   if (in[0].shape() != want)
     throw std::invalid_argument("[conv2d_backward_weight] output gradient of shape " + shape_str(in[0].shape()) +
                                 " does not match the conv output shape " + shape_str(want) + " for input " +

@@ -141,6 +141,9 @@ std::vector<TensorMeta> infer_nll_bw(std::span<const Tensor> in, const Attrs& a)
   if (in[0].shape() != want_g || in[1].shape() != target_shape_for(s) || in[1].dtype() != DType::Int64)
     throw std::invalid_argument("[nll_loss_backward] grad " + shape_str(in[0].shape()) + " and targets " +
                                 shape_str(in[1].shape()) + " do not fit an input of shape " + shape_str(s));
+  if (!is_floating(in[0].dtype()))
+    throw std::invalid_argument(std::string("[nll_loss_backward] grad must be floating, got ") + dtype_name(in[0].dtype()) +
+                                " of shape " + shape_str(in[0].shape()));
   return {{s, in[0].dtype()}};
 }
 

@@ -87,6 +87,8 @@ std::vector<Tensor> grad_avg_pool2d(const GradArgs& g) {
 std::vector<TensorMeta> infer_avg_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
   Shape xs = input_shape_attr("avg_pool2d_backward", a);
   check_grad_shape("avg_pool2d_backward", in[0], window_out("avg_pool2d_backward", xs, a));
+  if (!is_floating(in[0].dtype()))  // as the kernel says, but at the call in every mode
+    throw std::invalid_argument("[avg_pool2d_backward] only float32 and float64 are supported");
   return {{xs, in[0].dtype()}};
 }
 

@@ -84,16 +84,25 @@ std::vector<TensorMeta> infer_bernoulli(std::span<const Tensor> in, const Attrs&
                          shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
+// One message for the kernel and the call-site check (dispatch runs it when probs are host data).
+void check_probs(std::span<const Tensor> in, const Attrs&) {
+  Tensor p = cpu::contiguous_raw(in[0]);
+  visit_floating(p.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* pp = p.impl()->data_as<T>();
+    for (int64_t i = 0; i < p.numel(); ++i)
+      if (!(pp[i] >= T(0) && pp[i] <= T(1)))
+        bad("bernoulli", "probability " + std::to_string(double(pp[i])) + " at position " + std::to_string(i) +
+                             " is outside [0, 1]");
+  });
+}
 void kernel_bernoulli(const KernelArgs& k) {
+  check_probs(k.in, k.attrs);  // before the parallel pass (it may not throw)
   Tensor p = cpu::contiguous_raw(k.in[0]);
   PhiloxKey key = k.rng;
   visit_floating(p.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* pp = p.impl()->data_as<T>();
-    for (int64_t i = 0; i < p.numel(); ++i)  // validate before the parallel pass (it may not throw)
-      if (!(pp[i] >= T(0) && pp[i] <= T(1)))
-        bad("bernoulli", "probability " + std::to_string(double(pp[i])) + " at position " + std::to_string(i) +
-                             " is outside [0, 1]");
     fill_indexed<T>(k.out[0], [&](uint64_t i) { return uniform64_at(key, i) < double(pp[i]) ? T(1) : T(0); });
   });
 }
@@ -130,7 +139,8 @@ const OpDef kRandn{.name = "randn", .flags = kRandom, .infer = infer_randn, .ker
 const OpDef kRandint{.name = "randint", .flags = kRandom | kNoGrad, .infer = infer_randint,
                      .kernel = kernel_randint};
 // No gradient: a sample does not depend differentiably on its probability.
-const OpDef kBernoulli{.name = "bernoulli", .flags = kRandom, .infer = infer_bernoulli, .kernel = kernel_bernoulli};
+const OpDef kBernoulli{.name = "bernoulli", .flags = kRandom, .infer = infer_bernoulli, .kernel = kernel_bernoulli,
+                       .check_values = check_probs, .check_inputs = 1u};
 const OpDef kBernoulliP{.name = "bernoulli_p", .flags = kRandom, .infer = infer_bernoulli_p,
                         .kernel = kernel_bernoulli_p};
 const OpDef kDropoutMask{.name = "dropout_mask", .flags = kRandom, .infer = infer_dropout_mask,

@@ -84,11 +84,21 @@ void kernel_softmax_t(const KernelArgs& k) {
 }
 
 // ---- backward ops: inputs (grad, y), attr dim.
-std::vector<TensorMeta> infer_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+// Gradients are floating: an integer or bool grad has no kernel (its output would stay unwritten).
+std::vector<TensorMeta> infer_bw(const char* op, std::span<const Tensor> in) {
   if (in[0].shape() != in[1].shape() || in[0].dtype() != in[1].dtype())
-    throw std::invalid_argument("[softmax_backward] grad " + shape_str(in[0].shape()) + " and output " +
+    throw std::invalid_argument(std::string("[") + op + "] grad " + shape_str(in[0].shape()) + " and output " +
                                 shape_str(in[1].shape()) + " must have the same shape and dtype");
+  if (!is_floating(in[0].dtype()))
+    throw std::invalid_argument(std::string("[") + op + "] grad and output must be floating, got " +
+                                dtype_name(in[0].dtype()) + " of shape " + shape_str(in[0].shape()));
   return {{in[1].shape(), in[1].dtype()}};
+}
+std::vector<TensorMeta> infer_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+  return infer_bw("softmax_backward", in);
+}
+std::vector<TensorMeta> infer_log_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+  return infer_bw("log_softmax_backward", in);
 }
 
 template <bool kLog>
@@ -148,7 +158,7 @@ const OpDef kLogSoftmax{.name = "log_softmax", .flags = kSaveOutputs, .infer = i
                         .kernel = kernel_softmax_t<true>, .grad = grad_log_softmax};
 const OpDef kSoftmaxBackward{.name = "softmax_backward", .flags = kSaveInputs, .infer = infer_softmax_bw,
                              .kernel = kernel_softmax_bw_t<false>, .grad = grad_softmax_bw};
-const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .flags = kSaveInputs, .infer = infer_softmax_bw,
+const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .flags = kSaveInputs, .infer = infer_log_softmax_bw,
                                 .kernel = kernel_softmax_bw_t<true>, .grad = grad_log_softmax_bw};
 OpRegistrar r1(kSoftmax), r2(kLogSoftmax), r3(kSoftmaxBackward), r4(kLogSoftmaxBackward);
 
