@@ -561,9 +561,11 @@ void CoExecSession::end_step() {
 // would grow without bound, so co-execution stops for this engine and its memory is released.
 void CoExecSession::note_growth(bool extended) {
   growth_bits_ = (growth_bits_ << 1) | (extended ? 1 : 0);
-  constexpr int kWindow = 64, kMaxExtending = 48;
+  // 56 of the last 64 steps, judged from step 128 on: programs that settle (a few new paths, even
+  // tens of fallbacks early on) never trip it; one whose every step is new does by step 128.
+  constexpr int kWindow = 64, kMaxExtending = 56, kMinSteps = 128;
   constexpr size_t kMaxNodes = 200000;
-  bool never_converges = stats_.steps + 1 >= kWindow && __builtin_popcountll(growth_bits_) >= kMaxExtending;
+  bool never_converges = stats_.steps + 1 >= kMinSteps && __builtin_popcountll(growth_bits_) >= kMaxExtending;
   if (disabled_ || !(never_converges || tg_.num_nodes() > kMaxNodes)) return;
   sync_all();
   disabled_ = true;
