@@ -78,7 +78,8 @@ CASES = [
     ("reshape/product_overflow", ValueError, ["reshape", "view"], lambda: f32(2).reshape(2 ** 62, 4)),
     ("expand/product_overflow", ValueError, ["expand"], lambda: f32(1).expand(2 ** 32, 2 ** 32, 2) * 1.0),
     ("zeros/impossible_allocation", MemoryError, ["zeros", "full"], lambda: terra.zeros(2 ** 60)),
-    ("randn/impossible_allocation", MemoryError, ["randn"], lambda: terra.randn(2 ** 61)),
+    ("randn/impossible_allocation", MemoryError, ["randn"], lambda: terra.randn(2 ** 59)),  # 2^61 bytes
+    ("randn/bytes_overflow", ValueError, ["randn"], lambda: terra.randn(2 ** 61)),  # 2^63 bytes: past int64
     # mixed dtypes eager promotes: every mode does the same
     ("matmul/f32_f64", None, [], lambda: f32(2, 3) @ terra.tensor(np.ones((3, 2), dtype=np.float64))),
     ("add/int64_f32", None, [], lambda: i64([1, 2]) + f32(2)),
