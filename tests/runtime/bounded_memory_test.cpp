@@ -53,7 +53,13 @@ TEST(BoundedMemory, NeverConvergingTracesStopCoExecutionAndKeepRssFlat) {
               at200, at2000, (long long)stats.traces, int(stats.coexec_disabled));
   EXPECT_TRUE(stats.coexec_disabled);
   EXPECT_LE(stats.traces, 140) << "co-execution must stop tracing a program that never converges";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizers' allocators keep freed memory in quarantine: RSS says nothing there.
+  (void)at200;
+  (void)at2000;
+#else
   EXPECT_LT(at2000 - at200, 8.0) << "RSS grew from " << at200 << " to " << at2000 << " MiB";
+#endif
 }
 
 // A program that converges is never given up, however long it runs.

@@ -13,6 +13,7 @@ Shape broadcast_strides(const TensorImpl& t, const Shape& shape) {
 }
 
 void copy_into(TensorImpl& src, TensorImpl& dst) {
+  if (dst.numel == 0) return;  // an empty tensor may have no buffer (memcpy of null is undefined)
   if (src.dtype == dst.dtype && dense(src, dst.numel) && dst.is_contiguous()) {
     std::memcpy(dst.data(), src.data(), size_t(dst.numel) * itemsize(dst.dtype));
     return;
