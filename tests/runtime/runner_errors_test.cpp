@@ -213,3 +213,39 @@ TEST(EngineLifetime, InterleavedStepsOfTwoEngines) {
     EXPECT_EQ((ones({2}) + 1).to_vector<float>(), (std::vector<float>{2, 2}));
   }
 }
+
+// Random numbers after a late error: the host reserved numbers for the random ops it recorded past
+// the failed op; eager never drew them, so the generator goes back and later masks match eager's.
+TEST(RunnerErrors, RandomOpsAfterALateErrorDrawEagersNumbers) {
+  auto program = [](Mode m) {
+    manual_seed(7);
+    nn::Linear fc(4, 3);
+    optim::SGD opt(fc.parameters(), 0.1);  // zero_grad: grads set past the failed op are dropped
+    std::vector<std::string> errors;
+    std::vector<float> masks;
+    Engine eng(m);
+    for (int s = 0; s < 8; ++s) {
+      try {
+        auto st = eng.step();
+        Tensor y = tensor(std::vector<int64_t>{0, 1}, {2}) + tensor(std::vector<int64_t>{0, s == 5 ? 7 : 0}, {2});
+        Tensor loss = F::cross_entropy(fc(ones({2, 4})), y);
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        Tensor mask = F::dropout(ones({16}), 0.5, true);  // recorded past the failing op at step 5
+        for (float v : mask.to_vector<float>()) masks.push_back(v);
+      } catch (const std::exception& e) {
+        errors.push_back(e.what());
+      }
+    }
+    return std::make_pair(errors, masks);
+  };
+  auto eager = program(Mode::Eager);
+  ASSERT_EQ(eager.first.size(), 1u);
+  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
+    auto r = program(m);
+    ASSERT_EQ(r.first.size(), 1u) << mode_name(m) << ": " << (r.first.empty() ? "" : r.first.back());
+    EXPECT_EQ(r.first[0].rfind(eager.first[0], 0), 0u) << mode_name(m) << ": " << r.first[0];
+    EXPECT_EQ(r.second, eager.second) << mode_name(m) << ": dropout masks after the error differ from eager's";
+  }
+}

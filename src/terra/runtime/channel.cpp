@@ -1,5 +1,7 @@
 #include "terra/runtime/channel.h"
 
+#include "terra/core/random.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,20 @@ void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
   error_pos = pos;
   for (uint64_t p = pos; p < cells.size(); ++p)
     if (auto c = cells[p].lock()) c->error = err;
+}
+
+void StepState::rewind_random() const {
+  uint64_t failed;
+  {
+    std::lock_guard<std::mutex> g(const_cast<std::mutex&>(mu));
+    if (!error) return;
+    failed = error_pos;
+  }
+  for (const auto& [pos, key] : random_keys)
+    if (pos > failed) {
+      set_generator_state({key.seed, key.offset});
+      return;
+    }
 }
 
 Tensor FeedValue::resolve() const {

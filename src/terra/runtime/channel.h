@@ -51,6 +51,11 @@ struct StepState {
   bool host_ended = false;
   uint64_t validated = 0;
   bool error_raised = false;
+  // Host-only: keys of the random ops the host validated, by position. When the step's error
+  // reaches the program before another step began, the generator goes back to the first key past
+  // the failed op: eager never reserved those numbers.
+  std::vector<std::pair<uint64_t, PhiloxKey>> random_keys;
+  void rewind_random() const;
   // The failure belongs to the program only if the host validated that op; a speculative op past
   // the host's path may fail (or lack an input) just before the host falls back.
   std::exception_ptr error_before(uint64_t validated) {

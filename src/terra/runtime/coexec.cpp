@@ -31,6 +31,7 @@ static void wait_step(StepState& st, uint64_t n) {
   if (st.done.load() < n)
     if (auto err = st.error_before(n)) {
       st.error_raised = true;
+      if (!st.host_ended) st.rewind_random();  // still inside that step: nothing later drew numbers
       std::rethrow_exception(err);
     }
 }
@@ -170,6 +171,7 @@ void CoExecSession::raise_pending(bool wait) {
       if (st.error && st.error_pos < st.validated && !st.error_raised) err = st.error;
     }
     st.error_raised = true;
+    if (err && &st == st_.get()) st.rewind_random();  // the step that just ended: no later one began
     inflight_.pop_front();
     if (err) std::rethrow_exception(err);
   }
@@ -355,6 +357,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     v.feeds.resize(in.size());
     v.phi.resize(in.size());
   }
+  if (op.has(kRandom)) st_->random_keys.emplace_back(seq_, rng);
   Hist h{n->id, exec[n->id] - 1, uint32_t(hist_inputs_.size()), uint32_t(in.size())};
   hist_inputs_.resize(hist_inputs_.size() + in.size());
   trace::RecordSource* hin = hist_inputs_.data() + h.first;
@@ -486,7 +489,10 @@ void CoExecSession::fall_back(const std::string& why) {
   runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
   std::exception_ptr err = st_->error_before(seq_);
-  if (err) st_->error_raised = true;
+  if (err) {
+    st_->error_raised = true;
+    st_->rewind_random();
+  }
   // The matched prefix becomes the start of this step's trace; the rest is traced eagerly.
   trace_.records.clear();
   for (const Hist& h : hist_) {

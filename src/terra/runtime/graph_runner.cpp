@@ -84,7 +84,15 @@ std::string user_frames(const trace::Location& loc) {
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(f), &info)) continue;
     if (have_self && info.dli_fbase == self.dli_fbase) continue;  // inside libterra
-    std::string name = info.dli_sname ? info.dli_sname : "?";
+    std::string name;
+    if (!info.dli_sname) {  // not exported: the object file and offset still locate it
+      std::string file = info.dli_fname ? info.dli_fname : "?";
+      char off[32];
+      std::snprintf(off, sizeof off, "+0x%zx", size_t(f - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+      name = file.substr(file.rfind('/') + 1) + off;
+    } else {
+      name = info.dli_sname;
+    }
     int status = 0;
     if (char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
       name = d;

@@ -2,6 +2,8 @@
 
 #include "terra/runtime/placeholder.h"
 
+#include "terra/core/random.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -116,6 +118,12 @@ void LazyExec::barrier(bool raise) {
     }
   } catch (...) {
     std::exception_ptr err = std::current_exception();
+    // Eager stopped at entry k: the random numbers reserved for later entries were never drawn.
+    for (size_t j = k + 1; j < work.size(); ++j)
+      if (work[j].op->has(kRandom)) {
+        set_generator_state({work[j].rng.seed, work[j].rng.offset});
+        break;
+      }
     for (; k < work.size(); ++k) work[k].cell->error = err;
     if (raise) throw;
   }
