@@ -33,10 +33,10 @@ void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
     if (auto c = cells[p].lock()) c->error = err;
 }
 
-void StepState::rewind_random() const {
+void StepState::rewind_random() {
   uint64_t failed;
   {
-    std::lock_guard<std::mutex> g(const_cast<std::mutex&>(mu));
+    std::lock_guard<std::mutex> g(mu);
     if (!error) return;
     failed = error_pos;
   }

@@ -55,7 +55,7 @@ struct StepState {
   // reaches the program before another step began, the generator goes back to the first key past
   // the failed op: eager never reserved those numbers.
   std::vector<std::pair<uint64_t, PhiloxKey>> random_keys;
-  void rewind_random() const;
+  void rewind_random();
   // The failure belongs to the program only if the host validated that op; a speculative op past
   // the host's path may fail (or lack an input) just before the host falls back.
   std::exception_ptr error_before(uint64_t validated) {

@@ -158,10 +158,7 @@ void CoExecSession::install(Executor* e) {
 }
 
 void CoExecSession::raise_pending(bool wait) {
-  if (wait) {
-    if (phase_ == Phase::CoExec) sync_validated();  // inside a step: the step is not over yet
-    else sync_all();
-  }
+  if (wait) sync_for_eager();  // inside a step: only what the host validated
   while (!inflight_.empty()) {
     StepState& st = *inflight_.front();
     std::exception_ptr err;

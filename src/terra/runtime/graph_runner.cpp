@@ -1,10 +1,5 @@
 #include "terra/runtime/graph_runner.h"
 
-#include <cxxabi.h>
-#include <dlfcn.h>
-
-#include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -72,45 +67,11 @@ void GraphRunner::loop() {
   }
 }
 
-namespace {
-// The frames of a C++ call site outside terra itself, demangled: where the program called the op.
-std::string user_frames(const trace::Location& loc) {
-  static Dl_info self{};
-  static const bool have_self = dladdr(reinterpret_cast<void*>(&user_frames), &self) != 0;
-  std::string out;
-  int shown = 0;
-  for (uintptr_t f : loc.frames) {
-    if (f == 0) return "";  // a binding's frames follow (Python): not symbolizable from here
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(f), &info)) continue;
-    if (have_self && info.dli_fbase == self.dli_fbase) continue;  // inside libterra
-    std::string name;
-    if (!info.dli_sname) {  // not exported: the object file and offset still locate it
-      std::string file = info.dli_fname ? info.dli_fname : "?";
-      char off[32];
-      std::snprintf(off, sizeof off, "+0x%zx", size_t(f - reinterpret_cast<uintptr_t>(info.dli_fbase)));
-      name = file.substr(file.rfind('/') + 1) + off;
-    } else {
-      name = info.dli_sname;
-    }
-    int status = 0;
-    if (char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
-      name = d;
-      std::free(d);
-    }
-    if (auto p = name.find('('); p != std::string::npos) name.resize(p);  // drop the parameter list
-    out += (shown ? " <- " : "") + name;
-    if (++shown == 3) break;
-  }
-  return out;
-}
-}  // namespace
-
 // The error as the op raised it, with the user's call site of that op appended once.
 std::exception_ptr GraphRunner::with_call_site(std::exception_ptr err, const StepState& st) const {
   std::string where = " (computed by the GraphRunner";
   if (cur_node_ != kNoNode && st.tg && cur_node_ < st.tg->num_nodes()) {
-    std::string frames = user_frames(st.tg->node(cur_node_)->loc);
+    std::string frames = st.tg->node(cur_node_)->loc.user_str();
     if (!frames.empty()) where += "; op called from " + frames;
   }
   where += ")";

@@ -1,8 +1,10 @@
 #include "terra/trace/location.h"
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace terra::trace {
@@ -56,6 +58,37 @@ std::string Location::str() const {
     }
   }
   return os.str();
+}
+
+std::string Location::user_str(int max) const {
+  static Dl_info self{};
+  static const bool have_self = dladdr(reinterpret_cast<void*>(&capture_location), &self) != 0;
+  std::string out;
+  int shown = 0;
+  for (uintptr_t f : frames) {
+    if (f == 0) return "";  // a binding's frames follow
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(f), &info)) continue;
+    if (have_self && info.dli_fbase == self.dli_fbase) continue;  // inside libterra
+    std::string name;
+    if (!info.dli_sname) {  // not exported: the object file and offset still locate it
+      std::string file = info.dli_fname ? info.dli_fname : "?";
+      char off[32];
+      std::snprintf(off, sizeof off, "+0x%zx", size_t(f - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+      name = file.substr(file.rfind('/') + 1) + off;
+    } else {
+      name = info.dli_sname;
+      int status = 0;
+      if (char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
+        name = d;
+        std::free(d);
+      }
+      if (auto p = name.find('('); p != std::string::npos) name.resize(p);  // drop the parameter list
+    }
+    out += (shown ? " <- " : "") + name;
+    if (++shown == max) break;
+  }
+  return out;
 }
 
 }  // namespace terra::trace

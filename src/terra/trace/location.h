@@ -12,6 +12,9 @@ struct Location {
   std::vector<uintptr_t> frames;  // innermost first
   bool operator==(const Location& o) const { return hash == o.hash && frames == o.frames; }
   std::string str() const;  // symbolized, for explain output
+  // The program's own frames (outside libterra), demangled, innermost first, at most `max`; empty
+  // for a binding's location (Python frames cannot be symbolized here). Names a failed op's call site.
+  std::string user_str(int max = 3) const;
 };
 
 // Frame that bounds the walk: frames at or above it (the step's owner and its callers) are excluded.
