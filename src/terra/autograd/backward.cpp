@@ -38,7 +38,10 @@ Node::~Node() {
 
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad) {
-    leaf.grad = g.detach().impl_ptr();
+    // torch's layout contract: a contiguous leaf gets a contiguous grad (Linear's weight grad
+    // arrives as a transposed view), so the optimizer's elementwise ops run dense loops.
+    bool dense_leaf = leaf.is_contiguous();
+    leaf.grad = (dense_leaf && !g.is_contiguous() ? g.contiguous() : g.detach()).impl_ptr();
   } else {
     leaf.grad = add(Tensor(leaf.grad), g).impl_ptr();
   }

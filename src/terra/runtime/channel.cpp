@@ -101,34 +101,107 @@ bool debug_protocol() {
   return on;
 }
 
-void Channel::push(Message m) {
+Channel::Channel() : tail_(new Block), head_(tail_) {}
+
+Channel::~Channel() {
+  for (Block* b = head_; b;) {
+    Block* n = b->next;
+    delete b;
+    b = n;
+  }
+  delete spare_.load();
+}
+
+static void clear_slot(Message& m) {
+  m.kind = Message::Shutdown;
+  m.id = 0;
+  m.seq = 0;
+  m.value = 0;
+  m.feeds.clear();  // keeps the capacity: the next message in this slot allocates nothing
+  m.phi.clear();
+  m.rng = PhiloxKey{};
+  m.step.reset();
+}
+
+Message& Channel::back() {
+  if (tail_idx_ == kBlock) {
+    Block* b = spare_.exchange(nullptr, std::memory_order_acquire);
+    if (!b) b = new Block;
+    b->next = nullptr;
+    tail_->next = b;  // published to the consumer by the commit of the first message in b
+    tail_ = b;
+    tail_idx_ = 0;
+  }
+  Message& m = tail_->slots[tail_idx_];
+  clear_slot(m);
+  return m;
+}
+
+void Channel::commit() {
+  Message& m = tail_->slots[tail_idx_];
   if (debug_protocol())
     std::fprintf(stderr, "  host -> kind=%d id=%u seq=%llu value=%u\n", int(m.kind), m.id, (unsigned long long)m.seq,
                  m.value);
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    q_.push_back(std::move(m));
+  tail_idx_++;
+  pushed_.store(++committed_, std::memory_order_seq_cst);
+  // seq_cst with the consumer's sleeping_ store: either it sees this message or we see it asleep.
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.notify_one();
   }
-  cv_.notify_one();
 }
 
-Message& Channel::peek() {
-  std::unique_lock<std::mutex> g(mu_);
-  if (q_.empty()) {
-    auto t0 = std::chrono::steady_clock::now();
-    cv_.wait(g, [&] { return !q_.empty(); });
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    waited_s_.store(waited_s_.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
-  }
-  return q_.front();
+void Channel::push(Message m) {
+  Message& s = back();
+  s.kind = m.kind;
+  s.id = m.id;
+  s.seq = m.seq;
+  s.value = m.value;
+  s.rng = m.rng;
+  s.step = std::move(m.step);
+  if (!m.feeds.empty()) s.feeds.swap(m.feeds);  // never trade the slot's capacity for nothing
+  if (!m.phi.empty()) s.phi.swap(m.phi);
+  commit();
 }
 
-Message Channel::pop() {
-  peek();
-  std::lock_guard<std::mutex> g(mu_);
-  Message m = std::move(q_.front());
-  q_.pop_front();
-  return m;
+void Channel::wait_nonempty() {
+  auto t0 = std::chrono::steady_clock::now();
+  // Spin a little first: the host usually sends the next message within microseconds, and a
+  // sleep + wake-up costs tens of them.
+  for (int i = 0; pushed_.load(std::memory_order_acquire) == popped_; ++i) {
+    if (i < 64) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(30)) {
+      i = 0;
+      continue;
+    }
+    uint32_t w = wake_.load(std::memory_order_seq_cst);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (pushed_.load(std::memory_order_seq_cst) == popped_) wake_.wait(w, std::memory_order_seq_cst);
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+  double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  waited_s_.store(waited_s_.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+}
+
+Message& Channel::front() {
+  if (pushed_.load(std::memory_order_acquire) == popped_) wait_nonempty();
+  if (head_idx_ == kBlock) {
+    Block* old = head_;
+    head_ = old->next;  // set before the message we saw was committed
+    head_idx_ = 0;
+    old->next = nullptr;
+    delete spare_.exchange(old, std::memory_order_acq_rel);  // keep one block for the producer
+  }
+  return head_->slots[head_idx_];
+}
+
+void Channel::pop() {
+  clear_slot(head_->slots[head_idx_]);  // drops references (steps, fed tensors) early
+  head_idx_++;
+  popped_++;
 }
 
 }  // namespace terra::runtime

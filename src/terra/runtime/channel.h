@@ -3,7 +3,6 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -102,18 +101,49 @@ struct Message {
 // TERRA_DEBUG_PROTOCOL=1 logs every message and runner action to stderr (engine debugging).
 bool debug_protocol();
 
+// Host -> runner FIFO: single producer (the session's host thread), single consumer (the runner).
+// Lock-free: messages live in recycled blocks of slots filled and read in place, so a message
+// costs no allocation and no lock in steady state. The consumer spins briefly when empty, then
+// sleeps; the producer makes a wake-up syscall only when the consumer is asleep.
 class Channel {
  public:
-  void push(Message m);
-  Message& peek();  // blocks until a message is there
-  Message pop();
+  Channel();
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Producer: the next slot, cleared (filling it and not committing discards it), then commit().
+  Message& back();
+  void commit();
+  void push(Message m);  // back() = m; commit()
+
+  // Consumer: the oldest message, blocking until there is one; pop() releases it.
+  Message& front();
+  void pop();
   double waited_s() const { return waited_s_.load(std::memory_order_relaxed); }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Message> q_;
-  std::atomic<double> waited_s_{0};  // runner-side blocking time (written by the runner only)
+  static constexpr uint32_t kBlock = 256;
+  struct Block {
+    Message slots[kBlock];
+    Block* next = nullptr;
+  };
+  void wait_nonempty();
+
+  // producer side
+  Block* tail_;
+  uint32_t tail_idx_ = 0;
+  uint64_t committed_ = 0;
+  // consumer side
+  Block* head_;
+  uint32_t head_idx_ = 0;
+  uint64_t popped_ = 0;
+  // shared
+  alignas(64) std::atomic<uint64_t> pushed_{0};
+  std::atomic<uint32_t> wake_{0};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<Block*> spare_{nullptr};  // one consumed block handed back for reuse
+  std::atomic<double> waited_s_{0};     // consumer-side blocking time (written by the runner only)
 };
 
 }  // namespace terra::runtime

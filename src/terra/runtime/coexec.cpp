@@ -344,15 +344,10 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   }
   const std::vector<uint32_t>& exec = cursor_->exec_count();
   if (debug_protocol()) std::fprintf(stderr, "host: seq %llu node %u %s\n", (unsigned long long)seq_, n->id, op.name);
-  Message v;
-  v.kind = Message::Validate;
-  v.id = n->id;
-  v.seq = seq_;
-  v.rng = rng;
   bool msg = sg_->needs_message[n->id];
-  if (msg) {
-    v.feeds.resize(in.size());
-    v.phi.resize(in.size());
+  if (msg) {  // filled here, swapped into a channel slot below: both keep their capacity
+    feeds_.assign(in.size(), FeedValue{});
+    phi_.assign(in.size(), 0);
   }
   if (op.has(kRandom)) st_->random_keys.emplace_back(seq_, rng);
   Hist h{n->id, exec[n->id] - 1, uint32_t(hist_inputs_.size()), uint32_t(in.size())};
@@ -393,21 +388,30 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     got_[i] = got;
 #endif
     if (msg) {
-      if (set.size() > 1) v.phi[i] = uint32_t(idx);
+      if (set.size() > 1) phi_[i] = uint32_t(idx);
       if (set[size_t(idx)].kind != trace::Source::Op) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())
-          v.feeds[i] = FeedValue{Tensor(), sp->cell, sp->out};
+          feeds_[i] = FeedValue{Tensor(), sp->cell, sp->out};
         else
-          v.feeds[i] = FeedValue{in[i], nullptr, 0};
+          feeds_[i] = FeedValue{in[i], nullptr, 0};
       }
     }
   }
 #ifndef NDEBUG
-  ring_model_.validate(n->id, seq_, got_, v.phi);
+  ring_model_.validate(n->id, seq_, got_, phi_);
 #endif
   send_events();
-  if (msg) runner_->channel().push(std::move(v));
+  if (msg) {
+    Message& v = runner_->channel().back();
+    v.kind = Message::Validate;
+    v.id = n->id;
+    v.seq = seq_;
+    v.rng = rng;
+    v.feeds.swap(feeds_);
+    v.phi.swap(phi_);
+    runner_->channel().commit();
+  }
 
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   std::shared_ptr<ValueCell> cell = st_->host_cell(seq_);

@@ -94,6 +94,8 @@ class CoExecSession {
   std::vector<Hist> hist_;
   std::vector<trace::RecordSource> hist_inputs_;  // one flat array: no allocation per op
   trace::Location loc_;                           // reused by every call (keeps its capacity)
+  std::vector<FeedValue> feeds_;                  // the Validate message being built
+  std::vector<uint32_t> phi_;
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;
   bool fell_back_ = false;

@@ -33,10 +33,15 @@ void GraphRunner::wait_steps_finished(uint64_t n) {
 
 void GraphRunner::loop() {
   for (;;) {
-    Message m = ch_.pop();
+    Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;
-    if (m.kind != Message::StepBegin) continue;  // leftovers of an aborted step
-    StepState& st = *m.step;
+    if (m.kind != Message::StepBegin) {  // leftovers of an aborted step
+      ch_.pop();
+      continue;
+    }
+    std::shared_ptr<StepState> keep = std::move(m.step);
+    ch_.pop();
+    StepState& st = *keep;
     auto t0 = std::chrono::steady_clock::now();
     double stall0 = ch_.waited_s();
     std::exception_ptr err;
@@ -91,36 +96,49 @@ void GraphRunner::run_step(StepState& st) {
   run_region(g_->root);
   // Whatever ends the step: its end marker, or an abort after all validated ops ran.
   for (;;) {
-    Message m = ch_.pop();
-    if (m.kind == Message::StepEnd || m.kind == Message::Abort) return;
+    Message::Kind k = ch_.front().kind;
+    ch_.pop();
+    if (k == Message::StepEnd || k == Message::Abort) return;
   }
 }
 
 int GraphRunner::take_choice(uint32_t sw) {
-  Message m = ch_.pop();  // the host decides every case-select switch, skipped ones included
-  if (m.kind == Message::Abort) throw Abort{};
+  Message& m = ch_.front();  // the host decides every case-select switch, skipped ones included
+  if (m.kind == Message::Abort) {
+    ch_.pop();
+    throw Abort{};
+  }
   if (m.kind != Message::Choice || m.id != sw)
     throw std::runtime_error("[GraphRunner] internal: expected the case select of switch " + std::to_string(sw) +
                              " at position " + std::to_string(pos_));
-  return m.value == Message::kSkipped ? -1 : int(m.value);
+  int c = m.value == Message::kSkipped ? -1 : int(m.value);
+  ch_.pop();
+  return c;
 }
 
 bool GraphRunner::take_loop_cond(uint32_t loop) {
-  Message m = ch_.pop();
-  if (m.kind == Message::Abort) throw Abort{};
+  Message& m = ch_.front();
+  if (m.kind == Message::Abort) {
+    ch_.pop();
+    throw Abort{};
+  }
   if (m.kind != Message::LoopCond || m.id != loop)
     throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
-  return m.value != 0;
+  bool it = m.value != 0;
+  ch_.pop();
+  return it;
 }
 
 // The runner ran ahead onto a path the host did not take (an input's producer did not run):
 // the host is about to fall back. Wait for its abort; anything else is an internal error.
 void GraphRunner::wait_for_abort(const std::string& why) {
   for (;;) {
-    Message m = ch_.pop();
-    if (m.kind == Message::Abort) throw Abort{};
-    if (m.kind == Message::StepEnd || m.kind == Message::StepBegin || m.kind == Message::Shutdown)
+    Message::Kind k = ch_.front().kind;
+    if (k == Message::StepBegin || k == Message::Shutdown)  // left for loop() to handle
       throw std::runtime_error("[GraphRunner] internal: " + why);
+    ch_.pop();
+    if (k == Message::Abort) throw Abort{};
+    if (k == Message::StepEnd) throw std::runtime_error("[GraphRunner] internal: " + why);
   }
 }
 
@@ -135,9 +153,12 @@ void GraphRunner::missing_value(const graph::OpNode& op, const trace::Source& s,
   wait_for_abort(what);
 }
 
-Message GraphRunner::take_validate(uint32_t node) {
-  Message m = ch_.pop();
-  if (m.kind == Message::Abort) throw Abort{};
+Message& GraphRunner::take_validate(uint32_t node) {
+  Message& m = ch_.front();
+  if (m.kind == Message::Abort) {
+    ch_.pop();
+    throw Abort{};
+  }
   if (m.kind != Message::Validate || m.id != node || m.seq != pos_)
     throw std::runtime_error("[GraphRunner] internal: expected validation of node " + std::to_string(node) +
                              " at position " + std::to_string(pos_));
@@ -165,9 +186,10 @@ void GraphRunner::run_region(const graph::Region& r) {
 
 void GraphRunner::run_op(const graph::OpNode& op) {
   if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
-  Message v;
-  if (op.needs_message) v = take_validate(op.node);
-  std::vector<Tensor> in(op.inputs.size());
+  Message* v = op.needs_message ? &take_validate(op.node) : nullptr;  // popped once the inputs are read
+  const PhiloxKey rng = v ? v->rng : PhiloxKey{};
+  std::vector<Tensor>& in = in_;  // reused: no allocation per op
+  in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     auto& ring = env_[s.node];
     size_t age = ring_index(s, op.node);
@@ -180,18 +202,20 @@ void GraphRunner::run_op(const graph::OpNode& op) {
     switch (x.kind) {
       case Input::Value: in[i] = value(x.src); break;
       case Input::Variable: in[i] = Tensor(x.var); break;
-      case Input::Feed: in[i] = v.feeds.at(i).resolve(); break;
+      case Input::Feed: in[i] = v->feeds.at(i).resolve(); break;
       case Input::Phi: {
-        const trace::Source& s = x.candidates.at(v.phi.at(i));
-        in[i] = s.kind == trace::Source::Op ? value(s) : v.feeds.at(i).resolve();
+        const trace::Source& s = x.candidates.at(v->phi.at(i));
+        in[i] = s.kind == trace::Source::Op ? value(s) : v->feeds.at(i).resolve();
         break;
       }
     }
   }
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
+  if (v) ch_.pop();
   cur_node_ = op.node;
-  std::vector<Tensor> outs = exec_.run_op(op, in, v.rng);
+  std::vector<Tensor> outs = exec_.run_op(op, in, rng);
   cur_node_ = kNoNode;
+  in.clear();
   auto& ring = env_[op.node];
   ring.push_front(outs);
   if (ring.size() > size_t(g_->max_age[op.node]) + 1) ring.pop_back();

@@ -2,6 +2,7 @@
 // running ahead of the host as far as feeds, path choices and validations allow.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <thread>
 
 #include "terra/graph/symbolic_graph.h"
@@ -43,7 +44,7 @@ class GraphRunner {
   void run_op(const graph::OpNode& op);
   int take_choice(uint32_t sw);
   bool take_loop_cond(uint32_t loop);
-  Message take_validate(uint32_t node);
+  Message& take_validate(uint32_t node);  // the channel's front; popped by the caller
   [[noreturn]] void wait_for_abort(const std::string& why);
   std::exception_ptr with_call_site(std::exception_ptr err, const StepState& st) const;
   [[noreturn]] void missing_value(const graph::OpNode& op, const trace::Source& s, bool validated);
@@ -56,6 +57,7 @@ class GraphRunner {
   static constexpr uint32_t kNoNode = ~0u;
   uint32_t cur_node_ = kNoNode;  // TraceGraph node of the op being run (names a failure's call site)
   BlockExecutor exec_;
+  std::vector<Tensor> in_;  // inputs of the op being run
 
   Channel ch_;
   std::mutex mu_;
