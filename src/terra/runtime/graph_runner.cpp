@@ -12,9 +12,35 @@ namespace terra::runtime {
 
 using graph::Input;
 
-std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, PhiloxKey rng) {
-  std::vector<TensorMeta> meta = op.op->infer(in, op.attrs);
+std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in,
+                                          const std::vector<TensorMeta>& meta, PhiloxKey rng) {
   return execute_eager(*op.op, in, op.attrs, meta, rng, /*bump_version=*/false);
+}
+
+const std::vector<TensorMeta>& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
+  bool same = valid && in.size() == inputs.size();
+  for (size_t i = 0; same && i < inputs.size(); ++i) {
+    const TensorImpl& t = *inputs[i].impl();
+    same = t.dtype == in[i].dtype && t.shape == in[i].shape;
+  }
+  if (same) return out;
+  out = op.op->infer(inputs, op.attrs);
+  in.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) in[i] = {inputs[i].impl()->shape, inputs[i].impl()->dtype};
+  valid = true;
+  return out;
+}
+
+void GraphRunner::Ring::push_front(std::vector<Tensor>& outs) {
+  head = uint32_t((head + slots.size() - 1) % slots.size());
+  slots[head].swap(outs);
+  outs.clear();
+  if (count < slots.size()) count++;
+}
+
+void GraphRunner::Ring::clear() {
+  for (auto& s : slots) s.clear();
+  head = count = 0;
 }
 
 GraphRunner::GraphRunner() : thread_([this] { loop(); }) {}
@@ -54,7 +80,8 @@ void GraphRunner::loop() {
     } catch (...) {
       err = with_call_site(std::current_exception(), st);
     }
-    env_.clear();
+    for (uint32_t n : touched_) env_[n].clear();  // no value outlives its step on the runner
+    touched_.clear();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     busy_s_.store(busy_s_.load() + dt - (ch_.waited_s() - stall0));
     if (err) st.runner_fail(pos_, err);  // no op of the step past this one runs: it ends as eager would
@@ -91,7 +118,9 @@ void GraphRunner::run_step(StepState& st) {
   st_ = &st;
   g_ = st.graph.get();
   pos_ = 0;
-  env_.assign(g_->max_age.size(), {});
+  if (env_.size() < g_->max_age.size()) env_.resize(g_->max_age.size());
+  for (size_t n = 0; n < g_->max_age.size(); ++n)
+    if (env_[n].slots.size() != size_t(g_->max_age[n]) + 1) env_[n].slots.resize(size_t(g_->max_age[n]) + 1);
   if (st.abort_at.load() == 0) throw Abort{};
   run_region(g_->root);
   // Whatever ends the step: its end marker, or an abort after all validated ops ran.
@@ -191,11 +220,9 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   std::vector<Tensor>& in = in_;  // reused: no allocation per op
   in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
-    auto& ring = env_[s.node];
-    size_t age = ring_index(s, op.node);
-    if (age >= ring.size() || s.out >= ring[age].size() || !ring[age][s.out].defined())
-      missing_value(op, s, op.needs_message);
-    return ring[age][s.out];
+    std::vector<Tensor>* v = env_[s.node].at(ring_index(s, op.node));
+    if (!v || s.out >= v->size() || !(*v)[s.out].defined()) missing_value(op, s, op.needs_message);
+    return (*v)[s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const Input& x = op.inputs[i];
@@ -213,15 +240,20 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   if (v) ch_.pop();
   cur_node_ = op.node;
-  std::vector<Tensor> outs = exec_.run_op(op, in, rng);
+  if (meta_graph_ != g_) {  // a new graph: node ids keep their ops, but start clean
+    meta_.assign(g_->max_age.size(), MetaCache{});
+    meta_graph_ = g_;
+  }
+  const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
+  std::vector<Tensor> outs = exec_.run_op(op, in, meta, rng);
   cur_node_ = kNoNode;
   in.clear();
-  auto& ring = env_[op.node];
-  ring.push_front(outs);
-  if (ring.size() > size_t(g_->max_age[op.node]) + 1) ring.pop_back();
   st_->runner_store(pos_, outs);
+  Ring& ring = env_[op.node];
+  if (ring.count == 0) touched_.push_back(op.node);
+  ring.push_front(outs);
   for (uint32_t n : op.release_after)
-    if (!env_[n].empty()) env_[n].front().clear();
+    if (std::vector<Tensor>* v = env_[n].at(0)) v->clear();
   pos_++;
   st_->done.store(pos_);  // seq_cst: pairs with the host's host_waiting store (no lost wake-up)
   if (st_->host_waiting.load()) {

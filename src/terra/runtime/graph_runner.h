@@ -2,7 +2,6 @@
 // running ahead of the host as far as feeds, path choices and validations allow.
 #pragma once
 #include <atomic>
-#include <deque>
 #include <thread>
 
 #include "terra/graph/symbolic_graph.h"
@@ -15,7 +14,9 @@ namespace terra::runtime {
 class BlockExecutor {
  public:
   virtual ~BlockExecutor() = default;
-  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, PhiloxKey rng);
+  // `meta`: the outputs' shapes and dtypes, inferred by the runner once per input signature.
+  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs,
+                                     const std::vector<TensorMeta>& meta, PhiloxKey rng);
 };
 
 // Index into a node's ring of recent executions for source `s` read by node `reader`. Ages count
@@ -49,8 +50,27 @@ class GraphRunner {
   std::exception_ptr with_call_site(std::exception_ptr err, const StepState& st) const;
   [[noreturn]] void missing_value(const graph::OpNode& op, const trace::Source& s, bool validated);
 
-  // Values of the current step: per node, its most recent executions (depth max_age + 1).
-  std::vector<std::deque<std::vector<Tensor>>> env_;
+  // Values of the current step: per node, a ring of its most recent executions (depth max_age + 1).
+  // Kept across steps (the slots keep their capacity); values are dropped when a step ends.
+  struct Ring {
+    std::vector<std::vector<Tensor>> slots;
+    uint32_t head = 0, count = 0;
+    std::vector<Tensor>* at(size_t age) { return age < count ? &slots[(head + age) % slots.size()] : nullptr; }
+    void push_front(std::vector<Tensor>& outs);  // takes outs' tensors
+    void clear();
+  };
+  std::vector<Ring> env_;
+  // Per node: output metas for the input shapes/dtypes last seen (the host already checked them;
+  // shape inference is a pure function of these, so it runs again only when they change).
+  struct MetaCache {
+    std::vector<TensorMeta> in, out;
+    bool valid = false;
+    const std::vector<TensorMeta>& get(const graph::OpNode& op, const std::vector<Tensor>& inputs);
+  };
+  std::vector<MetaCache> meta_;
+  const graph::SymbolicGraph* meta_graph_ = nullptr;
+  const std::vector<TensorMeta> no_meta_;  // views and in-place ops allocate nothing
+  std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;
   uint64_t pos_ = 0;
