@@ -2,6 +2,10 @@
 
 #include "terra/core/random.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +105,15 @@ bool debug_protocol() {
   return on;
 }
 
+// Process-private futexes: std::atomic::wait/notify use shared ones here, whose key lookup pins
+// the page on every wake-up.
+static void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+static void futex_wake(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 Channel::Channel() : tail_(new Block), head_(tail_) {}
 
 Channel::~Channel() {
@@ -147,7 +160,7 @@ void Channel::commit() {
   // seq_cst with the consumer's sleeping_ store: either it sees this message or we see it asleep.
   if (sleeping_.load(std::memory_order_seq_cst)) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.notify_one();
+    futex_wake(wake_);
   }
 }
 
@@ -179,7 +192,7 @@ void Channel::wait_nonempty() {
     }
     uint32_t w = wake_.load(std::memory_order_seq_cst);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (pushed_.load(std::memory_order_seq_cst) == popped_) wake_.wait(w, std::memory_order_seq_cst);
+    if (pushed_.load(std::memory_order_seq_cst) == popped_) futex_wait(wake_, w);
     sleeping_.store(false, std::memory_order_relaxed);
   }
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
