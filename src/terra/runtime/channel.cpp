@@ -13,7 +13,7 @@
 
 namespace terra::runtime {
 
-std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p) {
+std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p, bool* ready) {
   std::lock_guard<std::mutex> g(mu);
   if (cells.size() <= p) {
     cells.resize(p + 1);
@@ -21,6 +21,8 @@ std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p) {
   }
   if (auto c = cells[p].lock()) {
     pinned[p].reset();
+    // Written once by the runner, under this lock: from here on the host may read the values.
+    if (ready) *ready = !c->error && !c->values.empty();
     return c;
   }
   auto c = std::make_shared<ValueCell>();

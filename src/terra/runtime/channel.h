@@ -63,7 +63,8 @@ struct StepState {
   }
 
   // Host: the cell for position `p` (creating it, or adopting the runner's).
-  std::shared_ptr<ValueCell> host_cell(uint64_t p);
+  // `ready`: the runner already stored the values (the host may read them without the lock).
+  std::shared_ptr<ValueCell> host_cell(uint64_t p, bool* ready = nullptr);
   // Runner: stores outputs of position `p` where the host may still read them.
   void runner_store(uint64_t p, const std::vector<Tensor>& outs);
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that

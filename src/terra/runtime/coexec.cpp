@@ -414,10 +414,28 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   }
 
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
-  std::shared_ptr<ValueCell> cell = st_->host_cell(seq_);
-  std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-    return std::make_shared<SkelPending>(st_, cell, k, seq_);
-  });
+  bool ready = false;
+  std::shared_ptr<ValueCell> cell = st_->host_cell(seq_, &ready);
+  std::vector<Tensor> out;
+  if (ready && !op.has(kView) && !op.has(kInplace)) {
+    // The runner got here first: the outputs are its values, no placeholder to fill later.
+    out.reserve(meta.size());
+    for (uint32_t k = 0; k < meta.size(); ++k) {
+      const TensorImpl& v = *cell->values.at(k).impl();
+      auto t = std::make_shared<TensorImpl>();
+      t->numel = v.numel;
+      t->shape = std::move(meta[k].shape);
+      t->strides = v.strides;
+      t->offset = v.offset;
+      t->dtype = meta[k].dtype;
+      t->storage = v.storage;
+      out.emplace_back(std::move(t));
+    }
+  } else {
+    out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
+      return std::make_shared<SkelPending>(st_, cell, k, seq_);
+    });
+  }
   for (uint32_t k = 0; k < out.size(); ++k) {
     TensorImpl* t = out[k].impl();
     t->trace_step = step_uid_;
