@@ -24,7 +24,7 @@ struct Gen {
     o.attrs = n->attrs;
     o.num_outputs = n->num_outputs;
     o.fetched = std::find(n->fetched.begin(), n->fetched.end(), true) != n->fetched.end();
-    bool msg = n->op->has(kInplace) || n->op->has(kRandom);
+    bool msg = n->op->has(kRandom);
     for (size_t i = 0; i < n->sources.size(); ++i) {
       const auto& set = n->sources[i];
       Input in;
@@ -46,6 +46,7 @@ struct Gen {
       o.inputs.push_back(std::move(in));
     }
     o.needs_message = msg;
+    o.wait_validated = !msg && n->op->has(kInplace);
     g.needs_message[n->id] = msg;
     return o;
   }

@@ -26,7 +26,10 @@ struct OpNode {
   Attrs attrs;
   std::vector<Input> inputs;
   uint32_t num_outputs = 0;
-  bool needs_message = false;  // waits for the host: feeds, phis, random keys, in-place writes
+  bool needs_message = false;  // waits for a message from the host: feeds, phis, random keys
+  // An in-place write that needs no message: runs only once the host validated its position
+  // (StepState::host_pos), so no write the host has not reached is ever committed.
+  bool wait_validated = false;
   bool fetched = false;        // some output is an Output Fetching point
   std::vector<uint32_t> release_after;  // node values no later op of this step reads
 };

@@ -159,11 +159,7 @@ void Channel::commit() {
                  m.value);
   tail_idx_++;
   pushed_.store(++committed_, std::memory_order_seq_cst);
-  // seq_cst with the consumer's sleeping_ store: either it sees this message or we see it asleep.
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    wake_.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(wake_);
-  }
+  notify();  // seq_cst with the consumer's sleeping_ store: it sees this message or we see it asleep
 }
 
 void Channel::push(Message m) {
@@ -179,22 +175,29 @@ void Channel::push(Message m) {
   commit();
 }
 
-void Channel::wait_nonempty() {
+void Channel::notify() {
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(wake_);
+  }
+}
+
+void Channel::wait_slow(const std::function<bool()>& ready) {
   auto t0 = std::chrono::steady_clock::now();
   // Spin a little first: the host usually sends the next message within microseconds, and a
   // sleep + wake-up costs tens of them.
-  for (int i = 0; pushed_.load(std::memory_order_acquire) == popped_; ++i) {
+  for (int i = 0; !ready(); ++i) {
     if (i < 64) {
       __builtin_ia32_pause();
       continue;
     }
-    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(30)) {
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) {
       i = 0;
       continue;
     }
     uint32_t w = wake_.load(std::memory_order_seq_cst);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (pushed_.load(std::memory_order_seq_cst) == popped_) futex_wait(wake_, w);
+    if (!ready()) futex_wait(wake_, w);
     sleeping_.store(false, std::memory_order_relaxed);
   }
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -202,7 +205,7 @@ void Channel::wait_nonempty() {
 }
 
 Message& Channel::front() {
-  if (pushed_.load(std::memory_order_acquire) == popped_) wait_nonempty();
+  wait_until([this] { return pushed_.load(std::memory_order_seq_cst) != popped_; });
   if (head_idx_ == kBlock) {
     Block* old = head_;
     head_ = old->next;  // set before the message we saw was committed

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,7 @@ struct StepState {
   std::vector<std::shared_ptr<ValueCell>> pinned;  // runner got there first: kept until validated
   std::atomic<uint64_t> done{0};                   // op instances the runner finished
   std::atomic<uint64_t> abort_at{~0ull};           // stop once `done` reaches this (fallback)
+  std::atomic<uint64_t> host_pos{0};  // ops the host validated so far (in-place writes wait for it)
   std::atomic<bool> host_waiting{false};           // the runner notifies only then
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
@@ -123,13 +125,22 @@ class Channel {
   void pop();
   double waited_s() const { return waited_s_.load(std::memory_order_relaxed); }
 
+  // Producer: wakes the consumer if it sleeps, after publishing state it waits on outside the
+  // FIFO (seq_cst stores: StepState::host_pos, abort_at).
+  void notify();
+  // Consumer: blocks until ready() holds (spin, then sleep until commit() or notify()).
+  template <class F>
+  void wait_until(F&& ready) {
+    if (!ready()) wait_slow([&] { return ready(); });
+  }
+
  private:
+  void wait_slow(const std::function<bool()>& ready);
   static constexpr uint32_t kBlock = 256;
   struct Block {
     Message slots[kBlock];
     Block* next = nullptr;
   };
-  void wait_nonempty();
 
   // producer side
   Block* tail_;

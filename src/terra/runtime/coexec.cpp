@@ -444,6 +444,8 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   }
   hist_.push_back(h);
   seq_++;
+  st_->host_pos.store(seq_, std::memory_order_seq_cst);
+  runner_->channel().notify();  // a runner waiting to commit an in-place write here may go on
   return out;
 }
 

@@ -215,13 +215,19 @@ void GraphRunner::run_region(const graph::Region& r) {
 
 void GraphRunner::run_op(const graph::OpNode& op) {
   if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
+  if (op.wait_validated)
+    ch_.wait_until([&] {
+      return st_->host_pos.load(std::memory_order_seq_cst) > pos_ ||
+             st_->abort_at.load(std::memory_order_seq_cst) <= pos_;
+    });
+  if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
   Message* v = op.needs_message ? &take_validate(op.node) : nullptr;  // popped once the inputs are read
   const PhiloxKey rng = v ? v->rng : PhiloxKey{};
   std::vector<Tensor>& in = in_;  // reused: no allocation per op
   in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     std::vector<Tensor>* v = env_[s.node].at(ring_index(s, op.node));
-    if (!v || s.out >= v->size() || !(*v)[s.out].defined()) missing_value(op, s, op.needs_message);
+    if (!v || s.out >= v->size() || !(*v)[s.out].defined()) missing_value(op, s, op.needs_message || op.wait_validated);
     return (*v)[s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {
