@@ -167,7 +167,7 @@ def main():
     p.add_argument("--only-micro", action="store_true")
     args = p.parse_args()
     modes = args.modes.split(",")
-    if modes[0] != "eager":
+    if "eager" in modes:  # the reference comes first (without it, ratios are vs the first mode)
         modes = ["eager"] + [m for m in modes if m != "eager"]
     exact = True
     if not args.only_micro:
