@@ -108,9 +108,10 @@ def per_call_us(fn, calls):
 
 def micro(args):
     """us per terra call: eager vs inside a co-execution step (the skeleton), and the runner's share."""
-    print(f"\nper-op cost (us per call, median of {args.rounds} rounds; co-execution: host side of the step, "
-          "engine stats give the runner's busy time per op)")
-    print(f"{'op':<28} {'eager':>8} {'coexec host':>12} {'coexec runner':>14}")
+    print(f"\nper-op cost, us per call (median of {args.rounds} rounds, 64 calls per step from one call site, "
+          "no_grad): eager wall; co-execution wall, host busy (the skeleton: Engine stats host_busy_s) and runner "
+          "busy (runner_busy_s)")
+    print(f"{'op':<30} {'eager':>8} {'coexec wall':>12} {'coexec host':>12} {'coexec runner':>14}")
     terra.manual_seed(0)
     a, b = terra.randn(1, 8), terra.randn(1, 8)
     lin = nn.Linear(128, 128)
@@ -125,14 +126,17 @@ def micro(args):
         for _ in range(n):
             lin(x)
 
+    def run_steps(eng, body, steps):  # one call site for warm-up and timing: the same trace
+        for _ in range(steps):
+            with eng.step():
+                body(k)
+
     for name, body in (("a + b (1x8)", adds), ("Linear fwd (32x128 @ 128x128)", linears)):
         with terra.no_grad():
             res = {}
             for mode in ("eager", "coexec"):
                 eng = terra.Engine(mode)
-                for _ in range(5):  # warm-up (traces)
-                    with eng.step():
-                        body(k)
+                run_steps(eng, body, 5)  # warm-up (traces)
                 eng.synchronize()
                 res[mode] = (eng, [])
             steps = max(1, 2000 // k)
@@ -140,18 +144,18 @@ def micro(args):
                 for mode, (eng, times) in res.items():
                     s0 = eng.stats()
                     t0 = time.perf_counter()
-                    for _ in range(steps):
-                        with eng.step():
-                            body(k)
+                    run_steps(eng, body, steps)
                     dt = time.perf_counter() - t0
                     eng.synchronize()
                     s1 = eng.stats()
-                    times.append((1e6 * dt / (steps * k),
-                                  1e6 * (s1["runner_busy_s"] - s0["runner_busy_s"]) / (steps * k)))
-            e = statistics.median(t for t, _ in res["eager"][1])
-            c = statistics.median(t for t, _ in res["coexec"][1])
-            r = statistics.median(r for _, r in res["coexec"][1])
-            print(f"{name:<28} {e:8.2f} {c:12.2f} {r:14.2f}   (coexec/eager {c / e:.2f}x, traces "
+                    n = steps * k
+                    times.append((1e6 * dt / n, 1e6 * (s1["host_busy_s"] - s0["host_busy_s"]) / n,
+                                  1e6 * (s1["runner_busy_s"] - s0["runner_busy_s"]) / n))
+            e = statistics.median(t[0] for t in res["eager"][1])
+            c = statistics.median(t[0] for t in res["coexec"][1])
+            h = statistics.median(t[1] for t in res["coexec"][1])
+            r = statistics.median(t[2] for t in res["coexec"][1])
+            print(f"{name:<30} {e:8.2f} {c:12.2f} {h:12.2f} {r:14.2f}   (coexec host/eager {h / e:.2f}x, traces "
                   f"{res['coexec'][0].stats()['traces']}, fallbacks {res['coexec'][0].stats()['fallbacks']})",
                   flush=True)
 
