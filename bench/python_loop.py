@@ -109,9 +109,10 @@ def per_call_us(fn, calls):
 def micro(args):
     """us per terra call: eager vs inside a co-execution step (the skeleton), and the runner's share."""
     print(f"\nper-op cost, us per call (median of {args.rounds} rounds, 64 calls per step from one call site, "
-          "no_grad): eager wall; co-execution wall, host busy (the skeleton: Engine stats host_busy_s) and runner "
-          "busy (runner_busy_s)")
-    print(f"{'op':<30} {'eager':>8} {'coexec wall':>12} {'coexec host':>12} {'coexec runner':>14}")
+          "no_grad): wall time and the calling thread's CPU time (time.thread_time: the host's own cost, what "
+          "load on the machine disturbs least); co-execution also the runner's busy time (Engine stats)")
+    print(f"{'op':<30} {'eager wall':>10} {'eager cpu':>10} {'coexec wall':>12} {'coexec host':>12} "
+          f"{'coexec runner':>14}")
     terra.manual_seed(0)
     a, b = terra.randn(1, 8), terra.randn(1, 8)
     lin = nn.Linear(128, 128)
@@ -143,19 +144,21 @@ def micro(args):
             for _ in range(args.rounds):
                 for mode, (eng, times) in res.items():
                     s0 = eng.stats()
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.thread_time()
                     run_steps(eng, body, steps)
-                    dt = time.perf_counter() - t0
+                    dt, dc = time.perf_counter() - t0, time.thread_time() - c0
                     eng.synchronize()
                     s1 = eng.stats()
                     n = steps * k
-                    times.append((1e6 * dt / n, 1e6 * (s1["host_busy_s"] - s0["host_busy_s"]) / n,
+                    times.append((1e6 * dt / n, 1e6 * dc / n,
                                   1e6 * (s1["runner_busy_s"] - s0["runner_busy_s"]) / n))
-            e = statistics.median(t[0] for t in res["eager"][1])
+            ew = statistics.median(t[0] for t in res["eager"][1])
+            e = statistics.median(t[1] for t in res["eager"][1])
             c = statistics.median(t[0] for t in res["coexec"][1])
             h = statistics.median(t[1] for t in res["coexec"][1])
             r = statistics.median(t[2] for t in res["coexec"][1])
-            print(f"{name:<30} {e:8.2f} {c:12.2f} {h:12.2f} {r:14.2f}   (coexec host/eager {h / e:.2f}x, traces "
+            print(f"{name:<30} {ew:10.2f} {e:10.2f} {c:12.2f} {h:12.2f} {r:14.2f}   (coexec host/eager {h / e:.2f}x, "
+                  "traces "
                   f"{res['coexec'][0].stats()['traces']}, fallbacks {res['coexec'][0].stats()['fallbacks']})",
                   flush=True)
 
