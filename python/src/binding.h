@@ -57,6 +57,47 @@ void bind_location(py::module_& m);
 }  // namespace terra::python
 
 namespace pybind11::detail {
+// terra.Tensor arguments and results without pybind's per-call type lookup (a hash of the type's
+// name on every conversion): the type_info is looked up once; an exact terra.Tensor argument is
+// read straight from its instance. Anything else (a Python subclass such as Parameter, None, other
+// objects) takes pybind's generic path, so conversions and error messages are unchanged.
+template <>
+class type_caster<terra::Tensor> : public type_caster_base<terra::Tensor> {
+  using Base = type_caster_base<terra::Tensor>;
+  static const type_info* tinfo() {  // null until terra.Tensor is registered (then cached)
+    static const type_info* ti = nullptr;
+    if (!ti) ti = get_type_info(typeid(terra::Tensor));
+    return ti;
+  }
+
+ public:
+  bool load(handle src, bool convert) {
+    const type_info* ti = tinfo();
+    if (ti && src && Py_TYPE(src.ptr()) == ti->type) {
+      auto* inst = reinterpret_cast<instance*>(src.ptr());
+      if (inst->simple_layout && inst->simple_value_holder[0]) {
+        value = inst->simple_value_holder[0];
+        return true;
+      }
+    }
+    return Base::load(src, convert);
+  }
+  static handle cast(const terra::Tensor& src, return_value_policy policy, handle parent) {
+    if (!tinfo()) return Base::cast(src, policy, parent);
+    if (policy == return_value_policy::automatic || policy == return_value_policy::automatic_reference)
+      policy = return_value_policy::copy;
+    return type_caster_generic::cast(&src, policy, parent, tinfo(), make_copy_constructor(&src),
+                                     make_move_constructor(&src));
+  }
+  static handle cast(terra::Tensor&& src, return_value_policy policy, handle parent) {
+    if (!tinfo()) return Base::cast(std::move(src), policy, parent);
+    return type_caster_generic::cast(&src, return_value_policy::move, parent, tinfo(),
+                                     make_copy_constructor(&src), make_move_constructor(&src));
+  }
+  static handle cast(const terra::Tensor* src, return_value_policy policy, handle parent) {
+    return Base::cast(src, policy, parent);
+  }
+};
 template <>
 struct type_caster<terra::python::Int> {
   PYBIND11_TYPE_CASTER(terra::python::Int, const_name("int"));

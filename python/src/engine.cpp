@@ -45,6 +45,7 @@ class StepContext {
     } else {
       std::optional<Step> s = std::move(step_);
       step_.reset();
+      py::gil_scoped_release release;  // the end may wait for the runner (ops it runs take the GIL back)
       s->end();
     }
   }
@@ -112,12 +113,15 @@ void bind_engine(py::module_& m) {
         return d;
       })
       .def_property_readonly("mode", [](const Engine& e) { return std::string(mode_name(e.mode())); })
-      .def("synchronize", &Engine::synchronize,
+      .def("synchronize", &Engine::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Waits for queued work and raises the first error computed in the graph that was not raised yet.")
-      .def("close", &Engine::close, "synchronize(); an error never raised is reported on stderr at destruction instead")
+      .def("close", &Engine::close, py::call_guard<py::gil_scoped_release>(), "synchronize(); an error never raised is reported on stderr at destruction instead")
       .def("__enter__", [](Engine& e) -> Engine& { return e; }, py::return_value_policy::reference)
       .def("__exit__", [](Engine& e, py::object type, py::object, py::object) {
-        if (type.is_none()) e.close();  // `with terra.Engine(...) as eng:` raises unseen errors at its end
+        if (type.is_none()) {
+          py::gil_scoped_release release;
+          e.close();
+        }  // `with terra.Engine(...) as eng:` raises unseen errors at its end
         return false;
       })
       .def("set_explain", &Engine::set_explain, py::arg("dir"));

@@ -7,22 +7,31 @@
 namespace terra::python {
 namespace {
 
+// Fetch points wait for the graph (co-execution: the runner; lazy: the block) without the GIL, so
+// other Python threads run meanwhile. An op the wait itself runs (a fallback replaying the step)
+// takes the GIL back for its location (location.cpp).
+template <class F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 template <class T>
 py::array to_array(const Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   if (t.is_contiguous()) {
-    const T* p = t.numel() ? t.data_ptr<T>() : nullptr;  // data_ptr is the fetch point
+    const T* p = t.numel() ? without_gil([&] { return t.data_ptr<T>(); }) : nullptr;  // the fetch point
     py::array_t<T> a(shape);
     if (t.numel()) std::memcpy(a.mutable_data(), p, size_t(t.numel()) * sizeof(T));
     return a;
   }
   py::array_t<T> a(shape);
   if constexpr (std::is_same_v<T, bool>) {
-    std::vector<bool> v = t.to_vector<bool>();
+    std::vector<bool> v = without_gil([&] { return t.to_vector<bool>(); });
     bool* out = a.mutable_data();
     for (size_t i = 0; i < v.size(); ++i) out[i] = v[i];
   } else {
-    std::vector<T> v = t.to_vector<T>();
+    std::vector<T> v = without_gil([&] { return t.to_vector<T>(); });
     if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
   }
   return a;
@@ -41,9 +50,9 @@ py::array numpy_of(const Tensor& t) {
 py::object item_of(const Tensor& t) {
   switch (t.dtype()) {
     case DType::Float32:
-    case DType::Float64: return py::float_(t.item<double>());
-    case DType::Int64: return py::int_(t.item<int64_t>());
-    case DType::Bool: return py::bool_(t.item<bool>());
+    case DType::Float64: return py::float_(without_gil([&] { return t.item<double>(); }));
+    case DType::Int64: return py::int_(without_gil([&] { return t.item<int64_t>(); }));
+    case DType::Bool: return py::bool_(without_gil([&] { return t.item<bool>(); }));
   }
   throw std::runtime_error("[item] unknown dtype");
 }
@@ -175,13 +184,13 @@ void bind_tensor(py::module_& m) {
         py::object a = numpy_of(t);
         return dtype.is_none() ? a : a.attr("astype")(dtype);
       }, py::arg("dtype") = py::none())
-      .def("__float__", [](const Tensor& t) { return t.item<double>(); })
-      .def("__int__", [](const Tensor& t) { return t.item<int64_t>(); })
+      .def("__float__", [](const Tensor& t) { return without_gil([&] { return t.item<double>(); }); })
+      .def("__int__", [](const Tensor& t) { return without_gil([&] { return t.item<int64_t>(); }); })
       .def("__bool__", [](const Tensor& t) {
         if (t.numel() != 1)
           throw std::invalid_argument("[bool] the truth value of a tensor of shape " + shape_str(t.shape()) +
                                       " is ambiguous");
-        return t.item<double>() != 0.0;
+        return without_gil([&] { return t.item<double>(); }) != 0.0;
       })
       .def("__len__", [](const Tensor& t) {
         if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");

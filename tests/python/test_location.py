@@ -1,0 +1,127 @@
+"""Python op locations (python/src/location.cpp): co-execution matches an op call to the traced graph by
+its call site. The same site must compare equal on every step and in every loop iteration; two different
+sites (or the same function reached from two sites) must never compare equal. Also: fetches inside a
+step release the GIL (another Python thread runs while the host waits)."""
+import sys
+import threading
+import time
+import unittest
+
+import terra
+
+
+def loc():
+    return terra._terra._full_location()
+
+
+def helper():
+    return loc()
+
+
+class LocationTest(unittest.TestCase):
+    def collect(self, eng, steps=3):
+        out = []
+        for _ in range(steps):
+            with eng.step():
+                a = loc()
+                b = loc()
+                c = [loc() for _ in range(3)]
+                d = helper()
+                e = helper()
+                out.append((a, b, c, d, e))
+        return out
+
+    def test_same_site_equal_across_steps(self):
+        eng = terra.Engine("coexec")
+        runs = self.collect(eng)
+        for r in runs[1:]:
+            self.assertEqual(r, runs[0])
+
+    def test_different_sites_differ(self):
+        eng = terra.Engine("coexec")
+        a, b, c, d, e = self.collect(eng, 1)[0]
+        self.assertNotEqual(a, b)
+        self.assertNotEqual(d, e)  # same function, called from two sites
+        self.assertNotIn(a, c)
+        self.assertEqual(c[0], c[1])  # a loop repeats its location
+        self.assertEqual(c[1], c[2])
+        frames = {tuple(x[1]) for x in (a, b, d, e, c[0])}
+        self.assertEqual(len(frames), 5)
+
+    def test_describe(self):
+        eng = terra.Engine("coexec")
+        with eng.step():
+            full = loc()
+            here = terra._terra._location()
+        text = terra._terra._describe_location(full)
+        self.assertIn("test_location.py", text[0])
+        self.assertIn("in loc", text[0])
+        self.assertIn("test_describe", text[1])
+        self.assertEqual(len(text), 2)  # stops at the frame that entered the step
+        self.assertIn("test_describe", terra._terra._describe_location(here)[0])
+
+    def test_no_retrace_in_loop_with_fetch(self):
+        eng = terra.Engine("coexec")
+        w = terra.randn(4, 4, requires_grad=True)
+        losses = []
+        for _ in range(8):
+            with eng.step():
+                x = terra.ones(2, 4)
+                for _ in range(3):
+                    x = terra.tanh(x @ w)
+                loss = x.sum()
+                loss.backward()
+                with terra.no_grad():
+                    w -= 0.1 * w.grad
+                w.grad = None
+                losses.append(loss.item())
+        st = eng.stats()
+        self.assertEqual(st["fallbacks"], 0)
+        self.assertLessEqual(st["traces"], 3)
+
+    def test_fetch_releases_gil(self):
+        # While the host waits in item() for the runner, another Python thread runs. The switch
+        # interval is raised so that the waiting thread is never preempted by the interpreter itself:
+        # the other thread can only run in the window if item() released the GIL.
+        eng = terra.Engine("coexec")
+        w = terra.randn(384, 384) * 0.05
+
+        def step():
+            with eng.step():
+                y = w
+                for _ in range(24):
+                    y = terra.tanh(y @ w)
+                window.set()
+                v = y.sum().item()
+                window.clear()
+            return v
+
+        window = threading.Event()
+        for _ in range(3):
+            step()
+        eng.synchronize()
+        ticks = [0]
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                if window.is_set():
+                    ticks[0] += 1
+                time.sleep(0.0002)  # releases the GIL: the stepping thread gets it back at once
+
+        old = sys.getswitchinterval()
+        t = threading.Thread(target=spin)
+        t.start()
+        sys.setswitchinterval(5.0)
+        try:
+            for _ in range(3):
+                step()
+            eng.synchronize()
+        finally:
+            sys.setswitchinterval(old)
+            stop.set()
+            t.join()
+        self.assertGreater(ticks[0], 0)
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
