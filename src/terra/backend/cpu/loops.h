@@ -120,6 +120,41 @@ void binary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& out, F f) {
     }
   }
   Shape sa = broadcast_strides(a, out.shape), sb = broadcast_strides(b, out.shape);
+  const size_t r = out.shape.size();
+  // Broadcasts along whole rows (a bias [N] over [M, N], a statistic [M, 1] over [M, N]): a
+  // contiguous output whose operands step by 1 or 0 along the inner dim run row by row, with
+  // unit-stride inner loops the compiler vectorizes.
+  if (r >= 2 && out.is_contiguous() && (sa[r - 1] == 0 || sa[r - 1] == 1) && (sb[r - 1] == 0 || sb[r - 1] == 1)) {
+    const int64_t inner = out.shape[r - 1], rows = inner ? n / inner : 0;
+    const bool ua = sa[r - 1] == 1, ub = sb[r - 1] == 1;
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t s, int64_t e) {
+      for (int64_t row = s; row < e; ++row) {
+        int64_t oa = 0, ob = 0, rem = row;
+        for (size_t d = r - 1; d-- > 0;) {
+          int64_t i = rem % out.shape[d];
+          rem /= out.shape[d];
+          oa += i * sa[d];
+          ob += i * sb[d];
+        }
+        const TA* ra = pa + oa;
+        const TB* rb = pb + ob;
+        TO* ro = po + row * inner;
+        if (ua && ub) {
+          for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i], rb[i]);
+        } else if (ua) {
+          const TB v = rb[0];
+          for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i], v);
+        } else if (ub) {
+          const TA v = ra[0];
+          for (int64_t i = 0; i < inner; ++i) ro[i] = f(v, rb[i]);
+        } else {
+          const TO v = f(ra[0], rb[0]);
+          for (int64_t i = 0; i < inner; ++i) ro[i] = v;
+        }
+      }
+    });
+    return;
+  }
   std::array<const int64_t*, 3> st{out.strides.data(), sa.data(), sb.data()};
   parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
     strided_range<3>(out.shape, st, s, e,
