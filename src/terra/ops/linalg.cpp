@@ -33,7 +33,14 @@ std::vector<TensorMeta> infer_matmul(std::span<const Tensor> in, const Attrs&) {
 std::vector<Tensor> grad_matmul(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
   Tensor ga = matmul(go, transpose(g.in[1], -1, -2));
-  Tensor gb = matmul(transpose(g.in[0], -1, -2), go);
+  const Tensor& b = g.in[1];
+  Tensor gb;
+  if (b.dim() == 2 && g.in[0].dim() == 2 && b.impl()->strides[0] == 1 && b.shape()[0] > 1 && b.shape()[1] > 1)
+    // b is a transposed view (Linear's w.t()): computing its grad transposed gives it b's layout,
+    // so w's grad comes out contiguous instead of needing a transposing copy.
+    gb = transpose(matmul(transpose(go, -1, -2), g.in[0]), -1, -2);
+  else
+    gb = matmul(transpose(g.in[0], -1, -2), go);
   return {sum_to(ga, g.in_meta[0].shape), sum_to(gb, g.in_meta[1].shape)};
 }
 
