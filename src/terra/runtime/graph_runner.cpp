@@ -1,5 +1,7 @@
 #include "terra/runtime/graph_runner.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -58,6 +60,7 @@ void GraphRunner::wait_steps_finished(uint64_t n) {
 }
 
 void GraphRunner::loop() {
+  pthread_setname_np(pthread_self(), "terra-runner");  // names it in top, perf and gdb
   for (;;) {
     Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;
