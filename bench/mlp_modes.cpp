@@ -4,7 +4,7 @@
 // and checks that every mode's losses equal eager's bit for bit. No environment variable is read:
 // run it as a user would.
 //
-//   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd]
+//   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,7 +20,7 @@ using namespace terra;
 namespace {
 
 struct Opts {
-  int64_t width = 256, batch = 16, layers = 4, steps = 200, rounds = 5;
+  int64_t width = 256, batch = 16, layers = 4, steps = 200, rounds = 5, threads = 0;  // 0: terra's default
   bool sgd = false;
 };
 
@@ -96,12 +96,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--steps")) num(o.steps);
     else if (!std::strcmp(argv[i], "--rounds")) num(o.rounds);
     else if (!std::strcmp(argv[i], "--sgd")) o.sgd = true;
+    else if (!std::strcmp(argv[i], "--threads")) num(o.threads);
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd]\n");
+                           "[--sgd] [--threads T]\n");
       return 2;
     }
   }
+  if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;
   for (Mode m : modes) runs.push_back(std::make_unique<Run>(m, o));
@@ -116,9 +118,9 @@ int main(int argc, char** argv) {
       r->rates.push_back(double(o.steps) / dt);
     }
   std::printf("MLP %lld layers, width %lld, batch %lld, %s, loss.item() every step, "
-              "%lld rounds x %lld steps\n",
+              "%lld rounds x %lld steps, %d threads\n",
               (long long)o.layers, (long long)o.width, (long long)o.batch, o.sgd ? "SGD momentum" : "Adam",
-              (long long)o.rounds, (long long)o.steps);
+              (long long)o.rounds, (long long)o.steps, num_threads());
   std::printf("%-8s %10s %9s %8s %8s %13s %15s  %s\n", "mode", "steps/s", "vs eager", "traces", "fallbk",
               "host us/step", "runner us/step", "losses");
   bool exact = true;

@@ -18,8 +18,8 @@ steps/s = steady state over the steps after --warmup: (N - W) / (time of steps W
 definition as terra-bench (torch on CPU is synchronous, so step boundaries are exact); with
 --repeat R the median over R fresh runs (fresh model, same seed), as terra-bench --repeat.
 
-Threads: torch.set_num_threads(--threads); run with OMP_NUM_THREADS=--threads and
-OMP_WAIT_POLICY=PASSIVE (scripts/bench_programs.sh does). BLAS: Debian's torch calls the system
+Threads: torch.set_num_threads(--threads), as terra-bench --threads (scripts/bench_programs.sh passes
+both the same count; no OMP_* variables). BLAS: Debian's torch calls the system
 libblas.so.3; scripts/bench_programs.sh runs this with
 LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread so OpenBLAS is loaded instead of the
 netlib reference BLAS. The BLAS actually loaded (from /proc/self/maps) is printed and written to the

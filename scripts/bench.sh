@@ -7,8 +7,9 @@
 #   TERRA_BENCH_BUILD=build-x TERRA_BENCH_REPS=5 scripts/bench.sh
 #   TERRA_BENCH_SKIP_BUILD=1 scripts/bench.sh   # reuse the binaries already built
 #
-# Threads: every run sets OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS=t explicitly (t = 1, 2;
-# dispatch at t=1 only); the torch runs also call torch.set_num_threads(t).
+# Threads: every run sets OMP_NUM_THREADS=t on its command line (t = 1, 2; dispatch at t=1 only):
+# terra's default thread count (README "Threads"); the torch runs also call torch.set_num_threads(t).
+# No OMP_WAIT_POLICY: terra's kernels never spin-wait, whatever it says.
 # Raw results (Google Benchmark JSON + torch JSON) stay in $BUILD/bench-results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,6 @@ BUILD=${TERRA_BENCH_BUILD:-build}
 REPS=${TERRA_BENCH_REPS:-3}
 OUT="$BUILD/bench-results"
 PY=/usr/bin/python3
-export OMP_WAIT_POLICY=PASSIVE
 start=$(date +%s)
 stage() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
 

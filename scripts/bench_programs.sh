@@ -66,8 +66,8 @@ fi
 mkdir -p "$OUT"
 rm -f "$OUT/terra.csv" "$OUT/torch.csv"
 
-# ---- threads: the same count for torch and terra; passive OpenMP waiting (2 shared cores)
-export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
+# ---- threads: the same count for torch (torch.set_num_threads) and terra (terra-bench --threads,
+# i.e. terra::set_num_threads). No OMP_* variables: both run as a user would.
 quick_flag=()
 [ "$QUICK" = 1 ] && quick_flag=(--quick)
 
@@ -89,7 +89,7 @@ plot_flag=()
 stage "terra-bench (threads $THREADS)"
 set +e
 "$BUILD/terra-bench" --programs "$PROGRAMS" --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --seed "$SEED" \
-  --repeat "$REPEAT" "${quick_flag[@]}" --csv "$OUT/terra.csv" "${torch_flag[@]}" "${plot_flag[@]}" | tee "$OUT/terra-bench.txt"
+  --threads "$THREADS" --repeat "$REPEAT" "${quick_flag[@]}" --csv "$OUT/terra.csv" "${torch_flag[@]}" "${plot_flag[@]}" | tee "$OUT/terra-bench.txt"
 status=${PIPESTATUS[0]}
 set -e
 stage "done (exit $status); results in $OUT"

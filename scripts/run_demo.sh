@@ -14,8 +14,6 @@ terra_install_deps
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERRA_BUILD_EXAMPLES=ON >/dev/null
 cmake --build build -j "${TERRA_JOBS:-2}" --target train_mlp terra-bench
 
-# libgomp workers wait passively instead of spinning: on 2 cores spinning threads fight each other.
-export OMP_WAIT_POLICY=PASSIVE
 for mode in eager lazy coexec; do
   echo
   ./build/train_mlp --mode "$mode" --epochs 3 "$@"

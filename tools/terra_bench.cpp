@@ -5,6 +5,7 @@
 //
 //   terra-bench --programs all|name,name --modes eager,lazy,coexec --steps N [--warmup W]
 //               --csv FILE [--plots DIR] [--quick] [--seed S] [--torch FILE] [--timeout SEC]
+//               [--threads N]  (terra::set_num_threads(N); default: terra's own choice)
 //
 // Each program x mode runs in a child process (this binary re-executed with --child) under
 // `timeout`, so a crash or deadlock in one run fails that row instead of the whole benchmark. In
@@ -52,6 +53,8 @@ struct Options {
   uint64_t seed = 0;
   int timeout_s = 600;
   int repeat = 1;  // timed (full, head) pairs per run; steps/s is their median
+  int threads = 0;  // --threads: terra::set_num_threads in parent and children
+  bool threads_set = false;
   std::string child;  // "program:mode" in the child process
 };
 
@@ -60,7 +63,7 @@ struct Options {
                "%s%s"
                "usage: terra-bench --programs all|name,name --modes eager,lazy,coexec --steps N [--warmup W]\n"
                "                   --csv FILE [--plots DIR] [--quick] [--seed S] [--torch FILE] [--timeout SEC]\n"
-               "                   [--repeat R] [--plot-script PATH] [--list]\n"
+               "                   [--repeat R] [--threads N] [--plot-script PATH] [--list]\n"
                "  steps/s is steady state over the N-W steps after warm-up; total_s includes setup and tracing.\n"
                "  Losses must equal eager's exactly (tolerance 0); exit status 1 if not, or if a run failed.\n",
                err.c_str(), err.empty() ? "" : "\n");
@@ -216,7 +219,7 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
   std::string cmd = "timeout " + std::to_string(o.timeout_s) + " " + shell_quote(exe_path()) + " --child " +
                     shell_quote(program + ":" + mode) + " --steps " + std::to_string(o.steps) + " --warmup " +
                     std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + " --repeat " + std::to_string(o.repeat) + (o.quick ? " --quick" : "") +
-                    " 2>&1";
+                    " --threads " + std::to_string(num_threads()) + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) {
     r.error = "popen failed";
@@ -467,9 +470,8 @@ int run_parent(Options& o) {
   std::printf("terra-bench: %zu programs x %zu modes, %d steps (%d warm-up), seed %llu%s, %d timed repetition%s\n",
               names.size(), modes.size(), o.steps, o.warmup, (unsigned long long)o.seed, o.quick ? ", quick sizes" : "",
               o.repeat, o.repeat == 1 ? "" : "s (steps/s = median)");
-  std::printf("  threads: OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s (%u hardware threads)\n",
-              env_or("OMP_NUM_THREADS", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
-              std::thread::hardware_concurrency());
+  std::printf("  threads: %d (terra::num_threads(); OMP_NUM_THREADS=%s, %u hardware threads)\n", num_threads(),
+              env_or("OMP_NUM_THREADS", "unset"), std::thread::hardware_concurrency());
   std::printf("  steps/s = steady state over the %d steps after warm-up: (N-W) / (wall of the N-step run - wall of\n"
               "            the W-step run), fresh Engine per run, wall from Engine construction to synchronize();\n"
               "  total_s = wall of the whole N-step run, including model/data setup and all tracing.\n"
@@ -620,7 +622,7 @@ int run_parent(Options& o) {
           << num(r.ok ? r.host_busy : NAN) << "," << num(r.ok ? r.host_stall : NAN) << ","
           << num(r.ok ? r.runner_busy : NAN) << "," << num(r.ok ? r.runner_stall : NAN) << ","
           << (r.ok ? std::to_string(r.lazy_hits) : "") << "," << (r.ok ? std::to_string(r.lazy_misses) : "") << ","
-          << csv_field(env_or("OMP_NUM_THREADS", "")) << "," << (o.quick ? 1 : 0) << "," << o.repeat << ","
+          << num_threads() << "," << (o.quick ? 1 : 0) << "," << o.repeat << ","
           << num(r.sps_min) << "," << num(r.sps_max) << "," << csv_field(r.error);
       if (with_torch)
         out << "," << num(r.torch_eager) << "," << num(r.steps_per_s / r.torch_eager) << "," << num(r.torch_jit)
@@ -688,6 +690,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") o.timeout_s = to_int(a, value(i));
     else if (a == "--child") o.child = value(i);
     else if (a == "--repeat") o.repeat = std::max(1, to_int(a, value(i)));
+    else if (a == "--threads") o.threads = to_int(a, value(i)), o.threads_set = true;
     else if (a == "--list") {
       for (const Program& p : all_programs()) std::printf("%-18s %s\n", p.name.c_str(), p.feature.c_str());
       return 0;
@@ -695,6 +698,7 @@ int main(int argc, char** argv) {
     else usage("unknown argument " + a);
   }
   try {
+    if (o.threads_set) set_num_threads(o.threads);
     if (!o.child.empty()) return run_child(o);
     return run_parent(o);
   } catch (const std::exception& e) {

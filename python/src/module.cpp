@@ -111,6 +111,10 @@ PYBIND11_MODULE(_terra, m) {
   m.def("is_grad_enabled", &grad_enabled);
   m.def("set_grad_enabled", &set_grad_enabled, py::arg("mode"));
   m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"));
+  m.def("set_num_threads", &set_num_threads, py::arg("n"),
+        "Threads terra's CPU kernels use (the caller included); n < 1 raises ValueError.");
+  m.def("get_num_threads", &num_threads,
+        "Threads terra's CPU kernels use: set_num_threads's value, else OMP_NUM_THREADS, else the usable CPUs.");
   m.def("_registered_ops", [] {
     std::vector<std::string> names;
     for (const OpDef* op : all_ops()) names.push_back(op->name);

@@ -7,6 +7,7 @@
 #include "terra/core/random.h"
 #include "terra/core/shape.h"
 #include "terra/core/tensor.h"
+#include "terra/core/threads.h"
 #include "terra/ops/all.h"
 #include "terra/runtime/engine.h"
 #include "terra/nn.h"

@@ -8,6 +8,7 @@
 #include "terra/backend/conv_kernels.h"
 #include "terra/backend/cpu/dnnl_common.h"
 #include "terra/backend/cpu/loops.h"
+#include "terra/core/threads.h"
 
 namespace terra::kernels {
 namespace {
@@ -153,7 +154,7 @@ dnnl::convolution_forward::primitive_desc fwd_pd(const Descs& d, bool bias) {
   return cf::primitive_desc(desc, dn::user_scratchpad_attr(), dn::engine());
 }
 
-void fwd_dnnl(const Geo& g, const float* x, const float* w, const float* b, float* y) {
+void fwd_dnnl_one(const Geo& g, const float* x, const float* w, const float* b, float* y) {
   bool bias = b != nullptr;
   auto c = dn::cached(key_of(bias ? kFwdBias : kFwd, g), [&] {
     auto pd = fwd_pd(descs(g), bias);
@@ -167,7 +168,7 @@ void fwd_dnnl(const Geo& g, const float* x, const float* w, const float* b, floa
   dn::execute(*c, std::move(args));
 }
 
-void bwd_data_dnnl(const Geo& g, const float* gy, const float* w, float* gx) {
+void bwd_data_dnnl_one(const Geo& g, const float* gy, const float* w, float* gx) {
   auto c = dn::cached(key_of(kBwdData, g), [&] {
     Descs d = descs(g);
     using cb = dnnl::convolution_backward_data;
@@ -179,6 +180,39 @@ void bwd_data_dnnl(const Geo& g, const float* gy, const float* w, float* gx) {
   dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(d.dst, gy)},
                    {DNNL_ARG_WEIGHTS, dn::wrap(d.wei, w)},
                    {DNNL_ARG_DIFF_SRC, dn::wrap(d.src, gx)}});
+}
+
+// Multiply-adds below which a conv stays one oneDNN call on the calling thread.
+constexpr int64_t kSplitMacs = int64_t(1) << 18;
+
+// Runs f(sub, n0) over batch slices of ceil(N / threads) images, one single-threaded oneDNN call
+// each (images are independent in forward and backward-data). The slices depend only on the
+// shapes and num_threads(), so every mode computes the same bits.
+template <class F>
+void over_batch(const Geo& g, F&& f) {
+  const int threads = num_threads();
+  const int64_t macs = g.N * g.O * g.OH * g.OW * (g.C / g.G) * g.KH * g.KW;
+  if (threads <= 1 || g.N < 2 || macs < kSplitMacs) return f(g, int64_t(0));
+  const int64_t bs = (g.N + threads - 1) / threads, parts = (g.N + bs - 1) / bs;
+  cpu::parallel_for(parts, 1, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) {
+      Geo sub = g;
+      sub.N = std::min(g.N, (p + 1) * bs) - p * bs;
+      f(sub, p * bs);
+    }
+  });
+}
+
+void fwd_dnnl(const Geo& g, const float* x, const float* w, const float* b, float* y) {
+  over_batch(g, [&](const Geo& s, int64_t n0) {
+    fwd_dnnl_one(s, x + n0 * g.C * g.H * g.W, w, b, y + n0 * g.O * g.OH * g.OW);
+  });
+}
+
+void bwd_data_dnnl(const Geo& g, const float* gy, const float* w, float* gx) {
+  over_batch(g, [&](const Geo& s, int64_t n0) {
+    bwd_data_dnnl_one(s, gy + n0 * g.O * g.OH * g.OW, w, gx + n0 * g.C * g.H * g.W);
+  });
 }
 
 void bwd_weights_dnnl(const Geo& g, const float* gy, const float* x, float* gw) {

@@ -1,5 +1,7 @@
 #include "terra/backend/cpu/dnnl_common.h"
 
+#include <omp.h>
+
 #include <mutex>
 #include <stdexcept>
 
@@ -28,6 +30,13 @@ Cache& cache() {
 
 }  // namespace
 
+SerialOmp::SerialOmp() : prev_(omp_get_max_threads()) {
+  if (prev_ != 1) omp_set_num_threads(1);
+}
+SerialOmp::~SerialOmp() {
+  if (prev_ != 1) omp_set_num_threads(prev_);
+}
+
 dnnl::engine& engine() {
   static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *e;
@@ -46,6 +55,7 @@ std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached(
     if (it != c.map.end()) return it->second;
   }
   // Created outside the lock: two threads may both build it; the first insert wins.
+  SerialOmp serial;
   auto made = std::make_shared<const Cached>(make());
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.map.size() >= kMaxEntries) c.map.clear();
@@ -86,6 +96,7 @@ void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args) {
     p = std::align(64, sd.get_size(), p, space);
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(sd, engine(), p));
   }
+  SerialOmp serial;
   dnnl::stream& s = stream();
   c.prim.execute(s, args);
   s.wait();

@@ -23,6 +23,7 @@ struct Cached {
 
 // Key: a primitive-kind tag followed by every int that determines the primitive.
 using Key = std::vector<int64_t>;
+// Creates under SerialOmp.
 std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached()>& make);
 size_t cache_size();
 
@@ -30,6 +31,21 @@ size_t cache_size();
 dnnl::memory::desc plain_f32(const dnnl::memory::dims& dims);
 // A primitive attr with user scratchpad mode.
 dnnl::primitive_attr user_scratchpad_attr();
+
+// oneDNN here runs on GNU OpenMP, whose idle team threads spin after every region. While alive,
+// this limits the calling thread's OpenMP to one thread (a thread-local ICV, restored after), so
+// oneDNN never starts a team: terra splits the heavy calls over its own pool instead. Every oneDNN
+// call (primitive creation included: kernels pick blockings from the thread count) runs under it.
+class SerialOmp {
+ public:
+  SerialOmp();
+  ~SerialOmp();
+  SerialOmp(const SerialOmp&) = delete;
+  SerialOmp& operator=(const SerialOmp&) = delete;
+
+ private:
+  int prev_;
+};
 
 // Runs `c` on this thread's stream, allocating its scratchpad; waits for completion.
 void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args);

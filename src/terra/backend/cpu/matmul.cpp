@@ -4,11 +4,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "terra/backend/cpu/dnnl_common.h"
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/matmul_kernels.h"
 
 namespace terra::kernels {
 namespace {
+
+// Multiply-adds below which an sgemm stays whole on the calling thread (~5 us of work).
+constexpr int64_t kSplitMacs = int64_t(1) << 17;
 
 // A matrix operand as sgemm wants it: row-major with a leading dim, or transposed.
 struct Mat {
@@ -102,19 +106,46 @@ void matmul(const KernelArgs& k) {
     };
     if (!as_gemm_operand(M, K, ars, acs, ta, lda)) ca = densify(k.in[0], ra, sa, pa, ta, lda, K);
     if (!as_gemm_operand(K, N, brs, bcs, tb, ldb)) cb = densify(k.in[1], rb, sb, pb, tb, ldb, N);
-    for (int64_t i = 0; i < nb; ++i) {
+    // Work items: (batch entry, block of C). Blocks split the larger of M and N into one per
+    // thread, so each item is an independent single-threaded sgemm; the blocks depend only on the
+    // shapes and num_threads(), so every mode and thread computes the same bits.
+    const int threads = num_threads();
+    const bool split = threads > 1 && nb < threads && K > 0 && M * N * K >= kSplitMacs;
+    const bool by_rows = M >= N;
+    const int64_t dim = by_rows ? M : N;
+    int64_t block = split ? (dim + threads - 1) / threads : dim;
+    if (split) block = (block + 15) / 16 * 16;  // whole vectors per block
+    const int64_t nblk = (dim + block - 1) / block;
+    auto item = [&](int64_t it) {
+      int64_t i = it / nblk, b0 = (it % nblk) * block, len = std::min(dim, b0 + block) - b0;
       int64_t oa, ob;
       batch_offsets(i, oa, ob);
+      float* c = reinterpret_cast<float*>(pc) + i * M * N;
       if (K == 0) {
-        std::fill_n(reinterpret_cast<float*>(pc) + i * M * N, M * N, 0.0f);
-        continue;
+        std::fill_n(c, M * N, 0.0f);
+        return;
       }
-      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f,
-                                    reinterpret_cast<const float*>(pa) + oa, lda,
-                                    reinterpret_cast<const float*>(pb) + ob, ldb, 0.0f,
-                                    reinterpret_cast<float*>(pc) + i * M * N, N);
+      const float* a = reinterpret_cast<const float*>(pa) + oa;
+      const float* bm = reinterpret_cast<const float*>(pb) + ob;
+      int64_t m = M, n = N;
+      if (by_rows) {
+        a += ta ? b0 : b0 * lda;  // rows b0.. of op(A)
+        c += b0 * N;
+        m = len;
+      } else {
+        bm += tb ? b0 * ldb : b0;  // columns b0.. of op(B)
+        c += b0;
+        n = len;
+      }
+      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, K, 1.0f, a, lda, bm, ldb, 0.0f, c, N);
       if (st != dnnl_success) throw std::runtime_error("[matmul] dnnl_sgemm failed with status " + std::to_string(int(st)));
-    }
+    };
+    const int64_t items = nb * nblk;
+    const bool parallel = split || (threads > 1 && nb > 1 && M * N * K * nb >= kSplitMacs);
+    cpu::parallel_for(items, parallel ? 1 : items + 1, [&](int64_t s, int64_t e) {
+      cpu::onednn::SerialOmp serial;
+      for (int64_t it = s; it < e; ++it) item(it);
+    });
     return;
   }
   visit_dtype(C.dtype, [&](auto z) {

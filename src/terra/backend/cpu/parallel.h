@@ -1,41 +1,32 @@
-// One threading story for the CPU backend: OpenMP, the same runtime oneDNN is built with here,
-// so our loops and oneDNN's share one pool instead of fighting for the two cores.
+// parallel_for: terra's loops split over its own thread pool (thread_pool.h), never OpenMP, so the
+// thread count is terra::num_threads() whatever OMP_* variables say, and nothing spins between ops.
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <exception>
-#include <omp.h>
+
+#include "terra/backend/cpu/thread_pool.h"
+#include "terra/core/threads.h"
 
 namespace terra::cpu {
 
-// Elements below which a loop stays on the calling thread (a parallel region costs ~1-2 us).
+// Elements below which a loop stays on the calling thread (waking a worker costs ~1-5 us).
 constexpr int64_t kGrain = 32768;
 
+// Calls f(begin, end) over disjoint ranges covering [0, n). The ranges are a fixed function of
+// (n, grain, num_threads()); f must not depend on which thread runs a range.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
-  if (n < grain || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  if (n < grain) {
     f(int64_t(0), n);
     return;
   }
-  // An exception escaping a parallel region calls std::terminate: each thread catches its own and
-  // the first one is rethrown on the calling thread once the region has ended.
-  std::exception_ptr err;
-#pragma omp parallel
-  {
-    int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    int64_t chunk = (n + nt - 1) / nt;
-    int64_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) {
-      try {
-        f(b, e);
-      } catch (...) {
-#pragma omp critical(terra_parallel_for_error)
-        if (!err) err = std::current_exception();
-      }
-    }
-  }
-  if (err) std::rethrow_exception(err);
+  Partition p = partition(n, grain, num_threads());
+  using Fn = std::remove_reference_t<F>;
+  auto body = [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); };
+  if (p.count > 1 && pool_run(n, p, body, const_cast<void*>(static_cast<const void*>(&f)))) return;
+  // One chunk, a busy pool or a nested loop: the same ranges, in order, on this thread.
+  for (int64_t c = 0; c < p.count; ++c) f(c * p.size, std::min(n, (c + 1) * p.size));
 }
 
 }  // namespace terra::cpu

@@ -1,0 +1,185 @@
+#include "terra/backend/cpu/thread_pool.h"
+
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "terra/core/threads.h"
+
+namespace terra::cpu {
+namespace {
+
+// How long an idle thread polls before sleeping: long enough to catch the next op of a training
+// step (a few µs of dispatch apart), short enough not to steal the core from the other thread.
+constexpr auto kSpin = std::chrono::microseconds(5);
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>& word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+// Polls until word != value for about kSpin; then sleeps on the futex until it changes.
+// `sleepers` counts threads that may be asleep, so a waker skips the syscall when none are.
+void await_change(std::atomic<uint32_t>& word, uint32_t value, std::atomic<int>& sleepers) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (word.load(std::memory_order_acquire) != value) return;
+    _mm_pause();
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) break;
+  }
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  while (word.load(std::memory_order_seq_cst) == value) futex_wait(word, value);
+  sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
+  if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(word, INT32_MAX);
+}
+
+thread_local bool t_in_parallel = false;
+
+// One loop. Shared by reference count: a worker that picks it up late keeps it alive, finds no
+// chunk left and never touches the caller's (by then gone) closure.
+struct Job {
+  int64_t n = 0;
+  Partition p{};
+  ChunkFn fn = nullptr;
+  void* ctx = nullptr;
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<uint32_t> finished{0};
+  std::atomic<int> caller_sleeping{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;  // written once, by the thread that set `failed`
+
+  // Claims and runs chunks until none are left.
+  void work() {
+    for (;;) {
+      int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= p.count) return;
+      if (!failed.load(std::memory_order_relaxed)) {
+        try {
+          fn(ctx, c * p.size, std::min(n, (c + 1) * p.size));
+        } catch (...) {
+          if (!failed.exchange(true)) error = std::current_exception();
+        }
+      }
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == p.count) {
+        finished.store(1, std::memory_order_seq_cst);
+        wake_all(finished, caller_sleeping);
+      }
+    }
+  }
+};
+
+class Pool {
+ public:
+  bool run(int64_t n, Partition p, ChunkFn fn, void* ctx) {
+    if (t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
+    auto job = std::make_shared<Job>();
+    job->n = n;
+    job->p = p;
+    job->fn = fn;
+    job->ctx = ctx;
+    try {
+      resize(num_threads() - 1);
+    } catch (...) {
+      busy_.store(false, std::memory_order_release);
+      return false;  // could not start threads: run serially
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = job;
+    }
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    wake_all(epoch_, sleepers_);
+    t_in_parallel = true;
+    job->work();
+    t_in_parallel = false;
+    if (job->done.load(std::memory_order_acquire) != p.count) await_change(job->finished, 0, job->caller_sleeping);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_.reset();
+    }
+    busy_.store(false, std::memory_order_release);
+    if (job->error) std::rethrow_exception(job->error);
+    return true;
+  }
+
+ private:
+  // Called with busy_ held, so no loop is running.
+  void resize(int workers) {
+    workers = std::max(workers, 0);
+    if (int(threads_.size()) == workers) return;
+    if (int(threads_.size()) > workers) {
+      stop_.store(true);
+      epoch_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(epoch_, INT32_MAX);
+      for (auto& t : threads_) t.join();
+      threads_.clear();
+      stop_.store(false);
+    }
+    // A thread starts from the epoch of its creation, not of its first run: it may be scheduled
+    // after the next loop (or a stop) was announced.
+    const uint32_t now = epoch_.load(std::memory_order_acquire);
+    while (int(threads_.size()) < workers) threads_.emplace_back([this, now] { worker(now); });
+  }
+
+  void worker(uint32_t seen) {
+    t_in_parallel = true;  // loops inside a chunk run serially on this thread
+    for (;;) {
+      await_change(epoch_, seen, sleepers_);
+      seen = epoch_.load(std::memory_order_acquire);
+      if (stop_.load()) return;
+      std::shared_ptr<Job> job;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        job = current_;
+      }
+      if (job) job->work();
+    }
+  }
+
+  std::atomic<bool> busy_{false}, stop_{false};
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<int> sleepers_{0};
+  std::mutex mu_;
+  std::shared_ptr<Job> current_;
+  std::vector<std::thread> threads_;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;  // leaked: kernels may run during static destruction
+  return *p;
+}
+
+}  // namespace
+
+Partition partition(int64_t n, int64_t grain, int threads) {
+  if (n <= 0) return {0, 1};
+  grain = std::max<int64_t>(grain, 1);
+  if (threads <= 1 || n < grain) return {1, n};
+  // At least one chunk per thread; up to 4 per thread when n is large, so the caller can take over
+  // the chunks of a worker that is late or descheduled.
+  int64_t count = std::clamp<int64_t>(n / grain, threads, 4 * int64_t(threads));
+  count = std::min(count, n);
+  int64_t size = (n + count - 1) / count;
+  return {(n + size - 1) / size, size};
+}
+
+bool pool_run(int64_t n, Partition p, ChunkFn fn, void* ctx) { return pool().run(n, p, fn, ctx); }
+
+bool in_parallel_region() { return t_in_parallel; }
+
+}  // namespace terra::cpu

@@ -1,0 +1,52 @@
+#include "terra/core/threads.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace terra {
+namespace {
+
+// 0: not decided yet (the default is computed on first read, so a user's setenv before the first
+// kernel still counts).
+std::atomic<int> g_threads{0};
+
+int default_threads() {
+  // OMP_NUM_THREADS may be a list ("4,2" for nested levels): its first entry is terra's count.
+  if (const char* s = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(s, &end, 10);
+    if (end != s && v >= 1 && v <= 4096) return int(v);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n >= 1) return n;
+  }
+  unsigned h = std::thread::hardware_concurrency();
+  return h ? int(h) : 1;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  if (n < 1)
+    throw std::invalid_argument("[set_num_threads] the thread count must be at least 1, got " + std::to_string(n));
+  g_threads.store(n, std::memory_order_relaxed);
+}
+
+int num_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  int d = default_threads();
+  int expected = 0;
+  // A concurrent set_num_threads wins over the default.
+  if (!g_threads.compare_exchange_strong(expected, d, std::memory_order_relaxed)) return expected;
+  return d;
+}
+
+}  // namespace terra

@@ -1,0 +1,155 @@
+// terra's intra-op pool: coverage, the fixed partition, concurrency, nesting and errors.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "terra/backend/cpu/parallel.h"
+#include "terra/core/threads.h"
+
+namespace terra::cpu {
+namespace {
+
+// Restores the process-wide thread count when a test ends.
+struct ThreadsGuard {
+  int saved = num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+TEST(ThreadPool, PartitionDependsOnlyOnItsArguments) {
+  EXPECT_EQ(partition(10, 32768, 4).count, 1);  // below the grain: one chunk
+  EXPECT_EQ(partition(100000, 1000, 1).count, 1);
+  Partition p = partition(100000, 32768, 2);  // 3 grains: one chunk per grain, at least 2
+  EXPECT_EQ(p.count, 3);
+  EXPECT_EQ(p.size, 33334);
+  p = partition(1 << 20, 32768, 2);  // capped at 4 chunks per thread
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.size, 131072);
+  p = partition(3, 1, 8);  // never more chunks than elements
+  EXPECT_EQ(p.count, 3);
+  EXPECT_EQ(p.size, 1);
+}
+
+TEST(ThreadPool, CoversEveryIndexExactlyOnceInThePartitionsRanges) {
+  ThreadsGuard g;
+  for (int t : {1, 2, 3, 4, 7}) {
+    set_num_threads(t);
+    for (int64_t n : {0, 1, 5, 31, 1000, 32768, 32769, 100003, 300000})
+      for (int64_t grain : {1, 7, 1000, 32768}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::mutex mu;
+        std::set<std::pair<int64_t, int64_t>> ranges;
+        parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+          std::lock_guard<std::mutex> lock(mu);
+          ranges.insert({b, e});
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "t=" << t << " n=" << n << " i=" << i;
+        if (n == 0) continue;
+        // The ranges are exactly the partition's, whichever thread ran them.
+        std::set<std::pair<int64_t, int64_t>> want;
+        if (n < grain) {
+          want.insert({0, n});
+        } else {
+          Partition p = partition(n, grain, t);
+          for (int64_t c = 0; c < p.count; ++c) want.insert({c * p.size, std::min(n, (c + 1) * p.size)});
+        }
+        ASSERT_EQ(ranges, want) << "t=" << t << " n=" << n << " grain=" << grain;
+      }
+  }
+}
+
+TEST(ThreadPool, UsesAWorkerWhenOneIsFree) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  // Chunks that wait for each other can only finish if two threads run them at once.
+  std::atomic<int> arrived{0};
+  std::atomic<bool> both{false};
+  for (int attempt = 0; attempt < 50 && !both; ++attempt) {
+    arrived = 0;
+    parallel_for(2, 1, [&](int64_t, int64_t) {
+      arrived.fetch_add(1);
+      for (int i = 0; i < 200000 && arrived.load() < 2; ++i) std::this_thread::yield();
+      if (arrived.load() == 2) both = true;
+    });
+  }
+  EXPECT_TRUE(both.load());
+}
+
+TEST(ThreadPool, ConcurrentCallersEachGetEveryIndex) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  auto run = [](std::vector<int64_t>& out) {
+    for (int rep = 0; rep < 200; ++rep) {
+      std::vector<int64_t> v(50000, 0);
+      parallel_for(int64_t(v.size()), 1000, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) v[size_t(i)] += i * 3 + rep;
+      });
+      int64_t s = 0;
+      for (int64_t x : v) s += x;
+      out.push_back(s);
+    }
+  };
+  std::vector<int64_t> a, b;
+  std::thread other([&] { run(b); });
+  run(a);
+  other.join();
+  ASSERT_EQ(a.size(), 200u);
+  ASSERT_EQ(a, b);
+  const int64_t n = 50000;
+  for (int rep = 0; rep < 200; ++rep) EXPECT_EQ(a[size_t(rep)], 3 * n * (n - 1) / 2 + rep * n);
+}
+
+TEST(ThreadPool, NestedLoopsRunSeriallyInsideAChunk) {
+  ThreadsGuard g;
+  set_num_threads(3);
+  const int64_t outer = 12, inner = 5000;
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(outer * inner));
+  parallel_for(outer, 1, [&](int64_t b, int64_t e) {
+    EXPECT_TRUE(in_parallel_region());
+    for (int64_t o = b; o < e; ++o)
+      parallel_for(inner, 100, [&](int64_t ib, int64_t ie) {
+        for (int64_t i = ib; i < ie; ++i) hits[size_t(o * inner + i)].fetch_add(1);
+      });
+  });
+  EXPECT_FALSE(in_parallel_region());
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, RethrowsTheChunksExceptionOnTheCaller) {
+  ThreadsGuard g;
+  for (int t : {1, 2, 4}) {
+    set_num_threads(t);
+    EXPECT_THROW(parallel_for(100000, 1000,
+                              [&](int64_t b, int64_t e) {
+                                if (b <= 77777 && 77777 < e) throw std::out_of_range("chunk failed");
+                              }),
+                 std::out_of_range);
+    // The pool is usable afterwards.
+    std::atomic<int64_t> sum{0};
+    parallel_for(100000, 1000, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+    EXPECT_EQ(sum.load(), 100000);
+  }
+}
+
+TEST(ThreadPool, ResizesWhenTheThreadCountChanges) {
+  ThreadsGuard g;
+  for (int t : {4, 2, 3, 1, 2}) {
+    set_num_threads(t);
+    std::atomic<int64_t> sum{0};
+    parallel_for(200000, 1000, [&](int64_t b, int64_t e) {
+      int64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += i;
+      sum.fetch_add(s);
+    });
+    EXPECT_EQ(sum.load(), int64_t(200000) * 199999 / 2) << t;
+  }
+}
+
+}  // namespace
+}  // namespace terra::cpu
