@@ -292,7 +292,7 @@ TEST(IntegerDivision, InGraphZeroNeverCrashes) {
   }
 }
 
-// ---- kernels and OpenMP: an exception thrown inside a parallel region reaches the caller.
+// ---- kernels and the intra-op pool: an exception thrown inside a parallel loop reaches the caller.
 TEST(ParallelFor, ExceptionInAWorkerIsRethrownOnTheCaller) {
   std::atomic<int64_t> seen{0};
   try {
@@ -304,7 +304,10 @@ TEST(ParallelFor, ExceptionInAWorkerIsRethrownOnTheCaller) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "[test] bad value at 777777");
   }
-  EXPECT_EQ(seen.load(), 1 << 20);  // the other chunks still ran: no thread left the region early
+  // Chunks not yet claimed when one failed may be skipped; none runs twice, and every claimed one
+  // finished before the caller saw the error.
+  EXPECT_GT(seen.load(), 0);
+  EXPECT_LE(seen.load(), 1 << 20);
 }
 
 // max_pool2d_backward scatters through its indices in a parallel loop: a bad index is refused

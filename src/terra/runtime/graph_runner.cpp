@@ -249,10 +249,9 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   if (v) ch_.pop();
   cur_node_ = op.node;
-  if (meta_graph_ != g_) {  // a new graph: node ids keep their ops, but start clean
-    meta_.assign(g_->max_age.size(), MetaCache{});
-    meta_graph_ = g_;
-  }
+  // A regenerated graph keeps every node id's op and attributes (TraceGraph nodes never change),
+  // so cached metas stay valid; new nodes get empty entries.
+  if (meta_.size() < g_->max_age.size()) meta_.resize(g_->max_age.size());
   const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
   std::vector<Tensor> outs = exec_.run_op(op, in, meta, rng);
   cur_node_ = kNoNode;

@@ -68,7 +68,6 @@ class GraphRunner {
     const std::vector<TensorMeta>& get(const graph::OpNode& op, const std::vector<Tensor>& inputs);
   };
   std::vector<MetaCache> meta_;
-  const graph::SymbolicGraph* meta_graph_ = nullptr;
   const std::vector<TensorMeta> no_meta_;  // views and in-place ops allocate nothing
   std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
   StepState* st_ = nullptr;
