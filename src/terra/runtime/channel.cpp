@@ -14,7 +14,7 @@
 namespace terra::runtime {
 
 std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p, bool* ready) {
-  std::lock_guard<std::mutex> g(mu);
+  std::lock_guard<SpinLock> g(cells_mu);
   if (cells.size() <= p) {
     cells.resize(p + 1);
     pinned.resize(p + 1);
@@ -33,6 +33,7 @@ std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p, bool* ready) {
 
 void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
   std::lock_guard<std::mutex> g(mu);
+  std::lock_guard<SpinLock> gc(cells_mu);
   error = err;
   error_pos = pos;
   for (uint64_t p = pos; p < cells.size(); ++p)
@@ -89,7 +90,7 @@ void rethrow_with_context(std::exception_ptr err, const std::string& context) {
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
-  std::lock_guard<std::mutex> g(mu);
+  std::lock_guard<SpinLock> g(cells_mu);
   if (cells.size() <= p) {
     cells.resize(p + 1);
     pinned.resize(p + 1);

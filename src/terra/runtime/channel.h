@@ -32,11 +32,26 @@ struct ValueCell {
 // call site of the op that failed on the runner); types it does not know are rethrown unchanged.
 [[noreturn]] void rethrow_with_context(std::exception_ptr err, const std::string& context);
 
+// A lock for a few instructions of work taken by the host and the runner on every op: a waiter
+// spins instead of sleeping in the kernel (a futex round trip costs more than the whole section).
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.exchange(true, std::memory_order_acquire))
+      while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
 struct StepState {
   uint64_t uid = 0;
   std::shared_ptr<const graph::SymbolicGraph> graph;
   std::mutex mu;
   std::condition_variable cv;
+  SpinLock cells_mu;                               // guards cells, pinned, and (with mu) error/error_pos
   std::vector<std::weak_ptr<ValueCell>> cells;   // by position in the step
   std::vector<std::shared_ptr<ValueCell>> pinned;  // runner got there first: kept until validated
   std::atomic<uint64_t> done{0};                   // op instances the runner finished
