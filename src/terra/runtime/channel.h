@@ -1,6 +1,8 @@
 // What the host (skeleton program) and the GraphRunner share for one step, and the FIFO of
 // messages from host to runner: path choices, loop conditions, feeds/validations, step markers.
 #pragma once
+#include <sched.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <exception>
@@ -37,8 +39,11 @@ struct ValueCell {
 class SpinLock {
  public:
   void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire))
-      while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    for (int i = 0; flag_.exchange(true, std::memory_order_acquire); ++i)
+      while (flag_.load(std::memory_order_relaxed)) {
+        if (++i < 64) __builtin_ia32_pause();
+        else sched_yield();  // the holder may be preempted (a loaded machine): let it run
+      }
   }
   void unlock() { flag_.store(false, std::memory_order_release); }
 
