@@ -4,6 +4,7 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -185,15 +186,15 @@ void Channel::notify() {
 
 void Channel::wait_slow(const std::function<bool()>& ready) {
   auto t0 = std::chrono::steady_clock::now();
-  // Spin a little first: the host usually sends the next message within microseconds, and a
-  // sleep + wake-up costs tens of them.
-  for (int i = 0; !ready(); ++i) {
-    if (i < 64) {
-      __builtin_ia32_pause();
-      continue;
-    }
-    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) {
-      i = 0;
+  // Spin first: the host usually sends the next message within microseconds, and a sleep costs
+  // the host a wake-up syscall per message. Rounds of pauses end in a yield, so on a loaded
+  // machine the spinning gives its core to whoever needs it; the budget counts rounds, not time
+  // (time passes while preempted), with a wall-clock cap for long idle periods.
+  constexpr int kRounds = 256;
+  for (int round = 0; !ready(); ++round) {
+    if (round < kRounds && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2)) {
+      for (int i = 0; i < 64 && !ready(); ++i) __builtin_ia32_pause();
+      if (!ready()) sched_yield();
       continue;
     }
     uint32_t w = wake_.load(std::memory_order_seq_cst);

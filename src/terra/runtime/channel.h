@@ -62,7 +62,7 @@ struct StepState {
   std::atomic<uint64_t> done{0};                   // op instances the runner finished
   std::atomic<uint64_t> abort_at{~0ull};           // stop once `done` reaches this (fallback)
   std::atomic<uint64_t> host_pos{0};  // ops the host validated so far (in-place writes wait for it)
-  std::atomic<bool> host_waiting{false};           // the runner notifies only then
+  std::atomic<uint64_t> host_waits_for{~0ull};     // the runner notifies once `done` reaches it
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)

@@ -21,12 +21,12 @@ static thread_local double t_stall = 0;
 static void wait_step(StepState& st, uint64_t n) {
   if (st.done.load() >= n) return;
   auto t = Clock::now();
-  st.host_waiting.store(true);
+  st.host_waits_for.store(n);
   {
     std::unique_lock<std::mutex> g(st.mu);
     st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
   }
-  st.host_waiting.store(false);
+  st.host_waits_for.store(~0ull);
   t_stall += since(t);
   if (st.done.load() < n)
     if (auto err = st.error_before(n)) {

@@ -263,8 +263,8 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   for (uint32_t n : op.release_after)
     if (std::vector<Tensor>* v = env_[n].at(0)) v->clear();
   pos_++;
-  st_->done.store(pos_);  // seq_cst: pairs with the host's host_waiting store (no lost wake-up)
-  if (st_->host_waiting.load()) {
+  st_->done.store(pos_);  // seq_cst: pairs with the host's host_waits_for store (no lost wake-up)
+  if (pos_ >= st_->host_waits_for.load()) {
     { std::lock_guard<std::mutex> g(st_->mu); }
     st_->cv.notify_all();
   }
