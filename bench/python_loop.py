@@ -172,7 +172,10 @@ def main():
     p.add_argument("--modes", default="eager,lazy,coexec")
     p.add_argument("--no-micro", action="store_true")
     p.add_argument("--only-micro", action="store_true")
+    p.add_argument("--threads", type=int, default=0, help="terra.set_num_threads (default: terra's own choice)")
     args = p.parse_args()
+    if args.threads > 0:
+        terra.set_num_threads(args.threads)
     modes = args.modes.split(",")
     if "eager" in modes:  # the reference comes first (without it, ratios are vs the first mode)
         modes = ["eager"] + [m for m in modes if m != "eager"]

@@ -75,8 +75,10 @@ void GraphRunner::loop() {
     double stall0 = ch_.waited_s();
     std::exception_ptr err;
     cur_node_ = kNoNode;
+    bool cut = true;  // the step stopped inside an op (abort or error)
     try {
       run_step(st);
+      cut = false;
     } catch (Abort&) {
     } catch (PropagatedError& p) {
       err = p.error;  // an input's producer failed: the same error, not a new one
@@ -84,6 +86,7 @@ void GraphRunner::loop() {
       err = with_call_site(std::current_exception(), st);
     }
     for (uint32_t n : touched_) env_[n].clear();  // no value outlives its step on the runner
+    if (cut) node_in_.clear();  // an op stopped midway may have left its inputs behind
     touched_.clear();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     busy_s_.store(busy_s_.load() + dt - (ch_.waited_s() - stall0));
@@ -121,6 +124,10 @@ void GraphRunner::run_step(StepState& st) {
   st_ = &st;
   g_ = st.graph.get();
   pos_ = 0;
+  if (g_ != inputs_graph_) {  // variables kept for the old graph's nodes are let go
+    node_in_.clear();
+    inputs_graph_ = g_;
+  }
   if (env_.size() < g_->max_age.size()) env_.resize(g_->max_age.size());
   for (size_t n = 0; n < g_->max_age.size(); ++n)
     if (env_[n].slots.size() != size_t(g_->max_age[n]) + 1) env_[n].slots.resize(size_t(g_->max_age[n]) + 1);
@@ -226,7 +233,11 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
   Message* v = op.needs_message ? &take_validate(op.node) : nullptr;  // popped once the inputs are read
   const PhiloxKey rng = v ? v->rng : PhiloxKey{};
-  std::vector<Tensor>& in = in_;  // reused: no allocation per op
+  // Per node and kept across steps: a variable input is set once, so the runner does not touch
+  // the reference counts the host's skeleton keeps changing on the same tensors (a cache line
+  // bouncing between the two cores on every op).
+  if (node_in_.size() < g_->max_age.size()) node_in_.resize(g_->max_age.size());
+  std::vector<Tensor>& in = node_in_[op.node];
   in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     std::vector<Tensor>* v = env_[s.node].at(ring_index(s, op.node));
@@ -237,7 +248,9 @@ void GraphRunner::run_op(const graph::OpNode& op) {
     const Input& x = op.inputs[i];
     switch (x.kind) {
       case Input::Value: in[i] = value(x.src); break;
-      case Input::Variable: in[i] = Tensor(x.var); break;
+      case Input::Variable:
+        if (in[i].impl() != x.var.get()) in[i] = Tensor(x.var);
+        break;
       case Input::Feed: in[i] = v->feeds.at(i).resolve(); break;
       case Input::Phi: {
         const trace::Source& s = x.candidates.at(v->phi.at(i));
@@ -255,7 +268,8 @@ void GraphRunner::run_op(const graph::OpNode& op) {
   const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
   std::vector<Tensor> outs = exec_.run_op(op, in, meta, rng);
   cur_node_ = kNoNode;
-  in.clear();
+  for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
+    if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
   st_->runner_store(pos_, outs);
   Ring& ring = env_[op.node];
   if (ring.count == 0) touched_.push_back(op.node);

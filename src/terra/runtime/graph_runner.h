@@ -76,7 +76,8 @@ class GraphRunner {
   static constexpr uint32_t kNoNode = ~0u;
   uint32_t cur_node_ = kNoNode;  // TraceGraph node of the op being run (names a failure's call site)
   BlockExecutor exec_;
-  std::vector<Tensor> in_;  // inputs of the op being run
+  std::vector<std::vector<Tensor>> node_in_;  // per node: the inputs of its latest run (variables kept)
+  const graph::SymbolicGraph* inputs_graph_ = nullptr;  // the graph node_in_ belongs to
 
   Channel ch_;
   std::mutex mu_;
