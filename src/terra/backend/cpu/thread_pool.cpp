@@ -60,19 +60,26 @@ struct Job {
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<uint32_t> finished{0};
   std::atomic<int> caller_sleeping{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;  // written once, by the thread that set `failed`
+  // The lowest chunk that threw, and its exception: the error a serial loop would have raised
+  // first, whatever the timing. Chunks after it are skipped; chunks before it still run.
+  std::atomic<int64_t> failed_chunk{INT64_MAX};
+  std::mutex error_mu;
+  std::exception_ptr error;
 
   // Claims and runs chunks until none are left.
   void work() {
     for (;;) {
       int64_t c = next.fetch_add(1, std::memory_order_relaxed);
       if (c >= p.count) return;
-      if (!failed.load(std::memory_order_relaxed)) {
+      if (c < failed_chunk.load(std::memory_order_relaxed)) {
         try {
           fn(ctx, c * p.size, std::min(n, (c + 1) * p.size));
         } catch (...) {
-          if (!failed.exchange(true)) error = std::current_exception();
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (c < failed_chunk.load(std::memory_order_relaxed)) {
+            failed_chunk.store(c, std::memory_order_relaxed);
+            error = std::current_exception();
+          }
         }
       }
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == p.count) {
