@@ -2,7 +2,7 @@
 // Work is cut into a fixed partition (chunks depend only on n, grain and num_threads()), and
 // chunks are claimed from an atomic counter, so results never depend on which thread ran what
 // and a descheduled worker never stalls the caller: the caller simply runs the chunks left.
-// Workers spin a few µs after a loop, then sleep on a futex: no long spinning between ops.
+// Workers poll ~20 µs after a loop, then sleep on a futex: no long spinning between ops.
 #pragma once
 #include <cstdint>
 
