@@ -1,5 +1,7 @@
 // terra's intra-op pool: coverage, the fixed partition, concurrency, nesting and errors.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -149,6 +151,37 @@ TEST(ThreadPool, ResizesWhenTheThreadCountChanges) {
     });
     EXPECT_EQ(sum.load(), int64_t(200000) * 199999 / 2) << t;
   }
+}
+
+// A forked child (Python multiprocessing, say) has none of the parent's workers: its loops still
+// cover every index, and the pool can be resized there.
+TEST(ThreadPool, WorksInAForkedChild) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  auto sum_to = [](int64_t n) {
+    std::atomic<int64_t> sum{0};
+    parallel_for(n, 1000, [&](int64_t b, int64_t e) {
+      int64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += i;
+      sum.fetch_add(s);
+    });
+    return sum.load();
+  };
+  ASSERT_EQ(sum_to(100000), int64_t(100000) * 99999 / 2);  // the parent's workers exist
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    bool ok = sum_to(100000) == int64_t(100000) * 99999 / 2;
+    set_num_threads(3);
+    ok = ok && sum_to(300000) == int64_t(300000) * 299999 / 2;
+    set_num_threads(1);
+    ok = ok && sum_to(300000) == int64_t(300000) * 299999 / 2;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "terra/backend/cpu/thread_pool.h"
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -51,6 +53,8 @@ void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
 }
 
 thread_local bool t_in_parallel = false;
+
+void pool_in_child();
 
 // One loop. Shared by reference count: a worker that picks it up late keeps it alive, finds no
 // chunk left and never touches the caller's (by then gone) closure.
@@ -94,6 +98,23 @@ struct Job {
 
 class Pool {
  public:
+  Pool() {
+    // A forked child has none of the workers: forget them (never join) and start afresh.
+    pthread_atfork(nullptr, nullptr, [] { pool_in_child(); });
+  }
+
+  // In a forked child: the parent's workers do not exist there.
+  void forget_workers() {
+    new std::vector<std::thread>(std::move(threads_));  // leaked: joining or destroying would abort
+    threads_.clear();
+    new (&mu_) std::mutex();  // a worker may have held it at the fork
+    current_.reset();
+    sleepers_.store(0);
+    t_in_parallel = false;
+    stop_.store(false);
+    busy_.store(false);
+  }
+
   bool run(int64_t n, Partition p, ChunkFn fn, void* ctx) {
     if (t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
     auto job = std::make_shared<Job>();
@@ -168,9 +189,18 @@ class Pool {
   std::vector<std::thread> threads_;
 };
 
+Pool*& pool_ptr() {
+  static Pool* p = nullptr;
+  return p;
+}
+
 Pool& pool() {
-  static Pool* p = new Pool;  // leaked: kernels may run during static destruction
+  static Pool* p = pool_ptr() = new Pool;  // leaked: kernels may run during static destruction
   return *p;
+}
+
+void pool_in_child() {
+  if (Pool* p = pool_ptr()) p->forget_workers();
 }
 
 }  // namespace
