@@ -26,10 +26,16 @@ struct ThreadsGuard {
 TEST(ThreadPool, PartitionDependsOnlyOnItsArguments) {
   EXPECT_EQ(partition(10, 32768, 4).count, 1);  // below the grain: one chunk
   EXPECT_EQ(partition(100000, 1000, 1).count, 1);
-  Partition p = partition(100000, 32768, 2);  // 3 grains: one chunk per grain, at least 2
-  EXPECT_EQ(p.count, 3);
-  EXPECT_EQ(p.size, 33334);
-  p = partition(1 << 20, 32768, 2);  // capped at 4 chunks per thread
+  Partition p = partition(100000, 32768, 2);  // 12 quarter grains, capped at 4 chunks per thread
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.size, 12500);
+  p = partition(40000, 32768, 2);  // 4 quarter grains
+  EXPECT_EQ(p.count, 4);
+  EXPECT_EQ(p.size, 10000);
+  p = partition(40000, 32768, 8);  // at least one chunk per thread
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.size, 5000);
+  p = partition(1 << 20, 32768, 2);
   EXPECT_EQ(p.count, 8);
   EXPECT_EQ(p.size, 131072);
   p = partition(3, 1, 8);  // never more chunks than elements

@@ -13,7 +13,7 @@ struct Partition {
   int64_t count, size;
 };
 // One chunk when n < grain or threads == 1; else between `threads` and 4 * threads chunks, each
-// at least `grain` long where n allows.
+// at least grain / 4 long where n allows.
 Partition partition(int64_t n, int64_t grain, int threads);
 
 // Type-erased chunk body: fn(ctx, begin, end).
