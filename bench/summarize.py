@@ -73,7 +73,7 @@ def main(d):
     mb = 1.0 / (1 << 20)
 
     print("=" * 100)
-    print("terra benchmark summary  (OMP_WAIT_POLICY=PASSIVE; medians over repetitions; t = OMP_NUM_THREADS,")
+    print("terra benchmark summary  (medians over repetitions; t = OMP_NUM_THREADS = terra's thread count,")
     print("torch uses torch.set_num_threads(t) with the same env)")
     print("=" * 100)
 

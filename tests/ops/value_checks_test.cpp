@@ -292,22 +292,28 @@ TEST(IntegerDivision, InGraphZeroNeverCrashes) {
   }
 }
 
-// ---- kernels and the intra-op pool: an exception thrown inside a parallel loop reaches the caller.
+// ---- kernels on the pool: an exception thrown in a chunk reaches the caller, and it is the one
+// a serial loop would raise first (the lowest failing chunk's), whatever thread ran what.
 TEST(ParallelFor, ExceptionInAWorkerIsRethrownOnTheCaller) {
-  std::atomic<int64_t> seen{0};
-  try {
-    cpu::parallel_for(1 << 20, 1024, [&](int64_t b, int64_t e) {
-      seen += e - b;
-      if (b <= 777777 && 777777 < e) throw std::invalid_argument("[test] bad value at 777777");
-    });
-    ADD_FAILURE() << "no exception";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "[test] bad value at 777777");
+  const int saved = num_threads();
+  for (int t : {1, 2, 4}) {
+    set_num_threads(t);
+    for (int rep = 0; rep < 20; ++rep) {
+      std::atomic<int64_t> seen{0};
+      try {
+        cpu::parallel_for(1 << 20, 1024, [&](int64_t b, int64_t e) {
+          seen += e - b;
+          if (b <= 300000 && 300000 < e) throw std::invalid_argument("[test] bad value at 300000");
+          if (b <= 777777 && 777777 < e) throw std::invalid_argument("[test] bad value at 777777");
+        });
+        ADD_FAILURE() << "no exception";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_EQ(std::string(e.what()), "[test] bad value at 300000") << t;
+      }
+      EXPECT_GE(seen.load(), 300001) << t;  // every chunk before the failing one ran
+    }
   }
-  // Chunks not yet claimed when one failed may be skipped; none runs twice, and every claimed one
-  // finished before the caller saw the error.
-  EXPECT_GT(seen.load(), 0);
-  EXPECT_LE(seen.load(), 1 << 20);
+  set_num_threads(saved);
 }
 
 // max_pool2d_backward scatters through its indices in a parallel loop: a bad index is refused

@@ -1,5 +1,7 @@
 // terra's intra-op pool: coverage, the fixed partition, concurrency, nesting and errors.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -24,10 +26,16 @@ struct ThreadsGuard {
 TEST(ThreadPool, PartitionDependsOnlyOnItsArguments) {
   EXPECT_EQ(partition(10, 32768, 4).count, 1);  // below the grain: one chunk
   EXPECT_EQ(partition(100000, 1000, 1).count, 1);
-  Partition p = partition(100000, 32768, 2);  // 3 grains: one chunk per grain, at least 2
-  EXPECT_EQ(p.count, 3);
-  EXPECT_EQ(p.size, 33334);
-  p = partition(1 << 20, 32768, 2);  // capped at 4 chunks per thread
+  Partition p = partition(100000, 32768, 2);  // 12 quarter grains, capped at 4 chunks per thread
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.size, 12500);
+  p = partition(40000, 32768, 2);  // 4 quarter grains
+  EXPECT_EQ(p.count, 4);
+  EXPECT_EQ(p.size, 10000);
+  p = partition(40000, 32768, 8);  // at least one chunk per thread
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.size, 5000);
+  p = partition(1 << 20, 32768, 2);
   EXPECT_EQ(p.count, 8);
   EXPECT_EQ(p.size, 131072);
   p = partition(3, 1, 8);  // never more chunks than elements
@@ -149,6 +157,37 @@ TEST(ThreadPool, ResizesWhenTheThreadCountChanges) {
     });
     EXPECT_EQ(sum.load(), int64_t(200000) * 199999 / 2) << t;
   }
+}
+
+// A forked child (Python multiprocessing, say) has none of the parent's workers: its loops still
+// cover every index, and the pool can be resized there.
+TEST(ThreadPool, WorksInAForkedChild) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  auto sum_to = [](int64_t n) {
+    std::atomic<int64_t> sum{0};
+    parallel_for(n, 1000, [&](int64_t b, int64_t e) {
+      int64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += i;
+      sum.fetch_add(s);
+    });
+    return sum.load();
+  };
+  ASSERT_EQ(sum_to(100000), int64_t(100000) * 99999 / 2);  // the parent's workers exist
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    bool ok = sum_to(100000) == int64_t(100000) * 99999 / 2;
+    set_num_threads(3);
+    ok = ok && sum_to(300000) == int64_t(300000) * 299999 / 2;
+    set_num_threads(1);
+    ok = ok && sum_to(300000) == int64_t(300000) * 299999 / 2;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "terra/backend/conv_kernels.h"
 #include "terra/backend/cpu/dnnl_common.h"
@@ -188,12 +189,14 @@ constexpr int64_t kSplitMacs = int64_t(1) << 18;
 // Runs f(sub, n0) over batch slices of ceil(N / threads) images, one single-threaded oneDNN call
 // each (images are independent in forward and backward-data). The slices depend only on the
 // shapes and num_threads(), so every mode computes the same bits.
-template <class F>
-void over_batch(const Geo& g, F&& f) {
+// `prepare(parts, slice)` runs first when the conv is split.
+template <class F, class P = void (*)(int64_t, int64_t)>
+void over_batch(const Geo& g, F&& f, P&& prepare = [](int64_t, int64_t) {}) {
   const int threads = num_threads();
   const int64_t macs = g.N * g.O * g.OH * g.OW * (g.C / g.G) * g.KH * g.KW;
   if (threads <= 1 || g.N < 2 || macs < kSplitMacs) return f(g, int64_t(0));
   const int64_t bs = (g.N + threads - 1) / threads, parts = (g.N + bs - 1) / bs;
+  prepare(parts, bs);
   cpu::parallel_for(parts, 1, [&](int64_t s, int64_t e) {
     for (int64_t p = s; p < e; ++p) {
       Geo sub = g;
@@ -215,7 +218,7 @@ void bwd_data_dnnl(const Geo& g, const float* gy, const float* w, float* gx) {
   });
 }
 
-void bwd_weights_dnnl(const Geo& g, const float* gy, const float* x, float* gw) {
+void bwd_weights_dnnl_one(const Geo& g, const float* gy, const float* x, float* gw) {
   auto c = dn::cached(key_of(kBwdWeights, g), [&] {
     Descs d = descs(g);
     using cb = dnnl::convolution_backward_weights;
@@ -227,6 +230,29 @@ void bwd_weights_dnnl(const Geo& g, const float* gy, const float* x, float* gw) 
   dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(d.dst, gy)},
                    {DNNL_ARG_SRC, dn::wrap(d.src, x)},
                    {DNNL_ARG_DIFF_WEIGHTS, dn::wrap(d.wei, gw)}});
+}
+
+// The weight gradient sums over images: each batch slice computes its own partial gradient (the
+// first into gw), then the partials are added to gw in slice order, so the sum is fixed too.
+void bwd_weights_dnnl(const Geo& g, const float* gy, const float* x, float* gw) {
+  const int64_t wsize = g.O * (g.C / g.G) * g.KH * g.KW;
+  std::vector<float> partial;
+  int64_t parts = 1, bs = g.N;
+  over_batch(g, [&](const Geo& s, int64_t n0) {
+    float* out = n0 == 0 ? gw : partial.data() + (n0 / bs - 1) * wsize;
+    bwd_weights_dnnl_one(s, gy + n0 * g.O * g.OH * g.OW, x + n0 * g.C * g.H * g.W, out);
+  }, [&](int64_t n, int64_t slice) {
+    parts = n;
+    bs = slice;
+    partial.resize(size_t((n - 1) * wsize));
+  });
+  if (parts == 1) return;
+  cpu::parallel_for(wsize, cpu::kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t p = 1; p < parts; ++p) {
+      const float* q = partial.data() + (p - 1) * wsize;
+      for (int64_t i = b; i < e; ++i) gw[i] += q[i];
+    }
+  });
 }
 
 bool empty_geo(const Geo& g) { return g.N * g.C * g.H * g.W == 0 || g.N * g.O * g.OH * g.OW == 0; }

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "terra/backend/cpu/thread_pool.h"
 #include "terra/core/threads.h"

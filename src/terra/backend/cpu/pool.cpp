@@ -10,6 +10,7 @@
 #include "terra/backend/cpu/dnnl_common.h"
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/pool_kernels.h"
+#include "terra/core/threads.h"
 
 namespace terra::kernels {
 namespace {
@@ -60,7 +61,7 @@ dnnl::pooling_forward::primitive_desc avg_fwd_pd(const Win& w, const Shape& x, b
   return dnnl::pooling_forward::primitive_desc(d, dn::user_scratchpad_attr(), dn::engine());
 }
 
-void avg_fwd_dnnl(const Win& w, const Shape& x, bool inc, const float* px, float* py) {
+void avg_fwd_one(const Win& w, const Shape& x, bool inc, const float* px, float* py) {
   auto c = dn::cached(pool_key(1, w, x, inc), [&] {
     auto pd = avg_fwd_pd(w, x, inc);
     return dn::Cached{dnnl::pooling_forward(pd), pd};
@@ -69,7 +70,7 @@ void avg_fwd_dnnl(const Win& w, const Shape& x, bool inc, const float* px, float
                    {DNNL_ARG_DST, dn::wrap(dn::plain_f32({x[0], x[1], w.OH, w.OW}), py)}});
 }
 
-void avg_bwd_dnnl(const Win& w, const Shape& x, bool inc, const float* pgy, float* pgx) {
+void avg_bwd_one(const Win& w, const Shape& x, bool inc, const float* pgy, float* pgx) {
   auto c = dn::cached(pool_key(2, w, x, inc), [&] {
     auto src = dn::plain_f32({x[0], x[1], w.H, w.W}), dst = dn::plain_f32({x[0], x[1], w.OH, w.OW});
     dnnl::memory::dims padr{(w.OH - 1) * w.sh + w.kh - w.H - w.ph, (w.OW - 1) * w.sw + w.kw - w.W - w.pw};
@@ -81,6 +82,35 @@ void avg_bwd_dnnl(const Win& w, const Shape& x, bool inc, const float* pgy, floa
   });
   dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(dn::plain_f32({x[0], x[1], w.OH, w.OW}), pgy)},
                    {DNNL_ARG_DIFF_SRC, dn::wrap(dn::plain_f32({x[0], x[1], w.H, w.W}), pgx)}});
+}
+
+// Runs f(sub_shape, n0) over batch slices of ceil(N / threads) images, one single-threaded oneDNN
+// call each; the slices depend only on the shape and num_threads() (same bits in every mode).
+template <class F>
+void over_batch(const Win& w, const Shape& x, F&& f) {
+  const int threads = num_threads();
+  const int64_t work = x[0] * x[1] * (w.H * w.W + w.OH * w.OW * w.kh * w.kw);
+  if (threads <= 1 || x[0] < 2 || work < cpu::kGrain * 4) return f(x, int64_t(0));
+  const int64_t bs = (x[0] + threads - 1) / threads, parts = (x[0] + bs - 1) / bs;
+  cpu::parallel_for(parts, 1, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) {
+      Shape sub = x;
+      sub[0] = std::min(x[0], (p + 1) * bs) - p * bs;
+      f(sub, p * bs);
+    }
+  });
+}
+
+void avg_fwd_dnnl(const Win& w, const Shape& x, bool inc, const float* px, float* py) {
+  over_batch(w, x, [&](const Shape& sub, int64_t n0) {
+    avg_fwd_one(w, sub, inc, px + n0 * x[1] * w.H * w.W, py + n0 * x[1] * w.OH * w.OW);
+  });
+}
+
+void avg_bwd_dnnl(const Win& w, const Shape& x, bool inc, const float* pgy, float* pgx) {
+  over_batch(w, x, [&](const Shape& sub, int64_t n0) {
+    avg_bwd_one(w, sub, inc, pgy + n0 * x[1] * w.OH * w.OW, pgx + n0 * x[1] * w.H * w.W);
+  });
 }
 
 // Adaptive pooling bins, as torch: [floor(i*in/out), ceil((i+1)*in/out)).

@@ -1,6 +1,7 @@
 #include "terra/backend/cpu/thread_pool.h"
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -21,7 +23,9 @@ namespace {
 
 // How long an idle thread polls before sleeping: long enough to catch the next op of a training
 // step (a few µs of dispatch apart), short enough not to steal the core from the other thread.
-constexpr auto kSpin = std::chrono::microseconds(5);
+// Measured on 2 cores, 4-layer MLP batch 16 Adam (bench/mlp_modes), steps/s eager / coexec:
+// 0 µs 400-490 / 360-400, 5 µs 560-600 / 440-490, 20 µs 830-910 / 690-740, 200 µs 1060-1110 / 480-540.
+constexpr auto kSpin = std::chrono::microseconds(20);
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -50,6 +54,8 @@ void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
 
 thread_local bool t_in_parallel = false;
 
+void pool_in_child();
+
 // One loop. Shared by reference count: a worker that picks it up late keeps it alive, finds no
 // chunk left and never touches the caller's (by then gone) closure.
 struct Job {
@@ -60,19 +66,26 @@ struct Job {
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<uint32_t> finished{0};
   std::atomic<int> caller_sleeping{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;  // written once, by the thread that set `failed`
+  // The lowest chunk that threw, and its exception: the error a serial loop would have raised
+  // first, whatever the timing. Chunks after it are skipped; chunks before it still run.
+  std::atomic<int64_t> failed_chunk{INT64_MAX};
+  std::mutex error_mu;
+  std::exception_ptr error;
 
   // Claims and runs chunks until none are left.
   void work() {
     for (;;) {
       int64_t c = next.fetch_add(1, std::memory_order_relaxed);
       if (c >= p.count) return;
-      if (!failed.load(std::memory_order_relaxed)) {
+      if (c < failed_chunk.load(std::memory_order_relaxed)) {
         try {
           fn(ctx, c * p.size, std::min(n, (c + 1) * p.size));
         } catch (...) {
-          if (!failed.exchange(true)) error = std::current_exception();
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (c < failed_chunk.load(std::memory_order_relaxed)) {
+            failed_chunk.store(c, std::memory_order_relaxed);
+            error = std::current_exception();
+          }
         }
       }
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == p.count) {
@@ -85,6 +98,23 @@ struct Job {
 
 class Pool {
  public:
+  Pool() {
+    // A forked child has none of the workers: forget them (never join) and start afresh.
+    pthread_atfork(nullptr, nullptr, [] { pool_in_child(); });
+  }
+
+  // In a forked child: the parent's workers do not exist there.
+  void forget_workers() {
+    new std::vector<std::thread>(std::move(threads_));  // leaked: joining or destroying would abort
+    threads_.clear();
+    new (&mu_) std::mutex();  // a worker may have held it at the fork
+    current_.reset();
+    sleepers_.store(0);
+    t_in_parallel = false;
+    stop_.store(false);
+    busy_.store(false);
+  }
+
   bool run(int64_t n, Partition p, ChunkFn fn, void* ctx) {
     if (t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
     auto job = std::make_shared<Job>();
@@ -159,9 +189,18 @@ class Pool {
   std::vector<std::thread> threads_;
 };
 
+Pool*& pool_ptr() {
+  static Pool* p = nullptr;
+  return p;
+}
+
 Pool& pool() {
-  static Pool* p = new Pool;  // leaked: kernels may run during static destruction
+  static Pool* p = pool_ptr() = new Pool;  // leaked: kernels may run during static destruction
   return *p;
+}
+
+void pool_in_child() {
+  if (Pool* p = pool_ptr()) p->forget_workers();
 }
 
 }  // namespace
@@ -170,9 +209,11 @@ Partition partition(int64_t n, int64_t grain, int threads) {
   if (n <= 0) return {0, 1};
   grain = std::max<int64_t>(grain, 1);
   if (threads <= 1 || n < grain) return {1, n};
-  // At least one chunk per thread; up to 4 per thread when n is large, so the caller can take over
-  // the chunks of a worker that is late or descheduled.
-  int64_t count = std::clamp<int64_t>(n / grain, threads, 4 * int64_t(threads));
+  // At least one chunk per thread; up to 4 per thread, a quarter grain each at the least, so the
+  // caller can take over the chunks of a worker that is late or descheduled (measured on a loaded
+  // 2-core machine: the MLP of bench/mlp_modes ran 5-40% faster than with grain-sized chunks).
+  const int64_t quarter = std::max<int64_t>(grain / 4, 1);
+  int64_t count = std::clamp<int64_t>(n / quarter, threads, 4 * int64_t(threads));
   count = std::min(count, n);
   int64_t size = (n + count - 1) / count;
   return {(n + size - 1) / size, size};

@@ -2,7 +2,7 @@
 // Work is cut into a fixed partition (chunks depend only on n, grain and num_threads()), and
 // chunks are claimed from an atomic counter, so results never depend on which thread ran what
 // and a descheduled worker never stalls the caller: the caller simply runs the chunks left.
-// Workers spin a few µs after a loop, then sleep on a futex: no long spinning between ops.
+// Workers poll ~20 µs after a loop, then sleep on a futex: no long spinning between ops.
 #pragma once
 #include <cstdint>
 
@@ -13,14 +13,15 @@ struct Partition {
   int64_t count, size;
 };
 // One chunk when n < grain or threads == 1; else between `threads` and 4 * threads chunks, each
-// at least `grain` long where n allows.
+// at least grain / 4 long where n allows.
 Partition partition(int64_t n, int64_t grain, int threads);
 
 // Type-erased chunk body: fn(ctx, begin, end).
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
 
 // Runs fn over the chunks of `p` (covering [0, n)) on the pool and the calling thread; returns
-// once every chunk has run, rethrowing the first exception a chunk threw. Returns false without
+// once every chunk has run, rethrowing the exception of the lowest chunk that threw (the one a
+// serial loop would raise; chunks after it may be skipped). Returns false without
 // running anything when the pool is busy (another thread's loop) or the caller is itself inside a
 // pool loop (nesting): the caller then runs the loop serially.
 bool pool_run(int64_t n, Partition p, ChunkFn fn, void* ctx);
