@@ -4,6 +4,16 @@ TERRA_DEB_PACKAGES=(cmake ninja-build g++ libdnnl-dev libgtest-dev libgmock-dev 
                     pybind11-dev python3-dev python3-torch python3-numpy
                     ocl-icd-opencl-dev)  # dnnl-config.cmake needs OpenCL (only a Recommends of libdnnl-dev)
 
+# terra_sudo PACKAGES...: prints the prefix apt-get needs ("" as root, "sudo" otherwise); fails with
+# the command to run when neither works (a fresh Debian has no sudo unless it was installed).
+terra_sudo() {
+  if [ "$(id -u)" -eq 0 ]; then echo ""; return 0; fi
+  if command -v sudo >/dev/null 2>&1; then echo "sudo"; return 0; fi
+  echo "deps.sh: missing Debian packages: $*" >&2
+  echo "deps.sh: run this script as root, or install them first: apt-get install $*" >&2
+  return 1
+}
+
 terra_install_deps() {
   local missing=() p
   for p in "${TERRA_DEB_PACKAGES[@]}"; do
@@ -11,8 +21,8 @@ terra_install_deps() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "== installing missing Debian packages: ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  local sudo
+  sudo=$(terra_sudo "${missing[@]}") || return 1
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${TERRA_DEB_PACKAGES[@]}"
 }
@@ -28,8 +38,7 @@ terra_install_bench_deps() {
   done
   if [ ${#extra[@]} -gt 0 ]; then
     echo "== installing ${extra[*]}"
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    sudo=$(terra_sudo "${extra[@]}") || return 1
     local alts=(libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu)
     local -A before=()
     for a in "${alts[@]}"; do before[$a]=$(update-alternatives --query "$a" 2>/dev/null | sed -n 's/^Value: //p'); done

@@ -84,6 +84,15 @@ cmake -S examples/downstream -B "$PREFIX/downstream-build" -G Ninja -DCMAKE_BUIL
   -DCMAKE_PREFIX_PATH="$PREFIX" >/dev/null
 cmake --build "$PREFIX/downstream-build"
 check "Downstream example" "$PREFIX/downstream-build/downstream"
+# The installed tool and module run from the prefix alone (RPATH, no LD_LIBRARY_PATH, not from build/).
+if [ -x "$PREFIX/bin/terra-bench" ]; then
+  check "Installed terra-bench" env -u LD_LIBRARY_PATH "$PREFIX/bin/terra-bench" --quick --programs resnet \
+    --modes eager,coexec --steps 12 --warmup 2 --repeat 1 --csv "$PREFIX/terra-bench.csv"
+fi
+if [ -d "$PREFIX/lib/python3/dist-packages/terra" ]; then
+  check "Installed Python module" env -u LD_LIBRARY_PATH PYTHONPATH="$PREFIX/lib/python3/dist-packages" \
+    /usr/bin/python3 -c 'import terra, sys; assert terra.__file__.startswith(sys.argv[1]), terra.__file__' "$PREFIX"
+fi
 
 if [ ${#failed[@]} -ne 0 ]; then
   stage "FAILED: ${failed[*]}"

@@ -7,6 +7,8 @@
 
 namespace terra {
 
+Attrs::Attrs(std::initializer_list<Item> items) : items_(items) {}
+
 Attrs& Attrs::set(const char* name, AttrValue v) {
   for (auto& [n, val] : items_)
     if (std::strcmp(n, name) == 0) {

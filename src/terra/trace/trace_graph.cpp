@@ -25,7 +25,12 @@ std::string Node::label() const {
     case Start: return "start";
     case End: return "end";
     case Loop: return "loop " + std::to_string(id);
-    case OpCall: return std::string(op->name) + (attrs.empty() ? "" : "(" + attrs.str() + ")");
+    case OpCall: {
+      // Appended, not "(" + str(): g++ 12's -Wrestrict misfires on operator+(const char*, string&&).
+      std::string s = op->name;
+      if (!attrs.empty()) s.append("(").append(attrs.str()).append(")");
+      return s;
+    }
   }
   return "?";
 }
