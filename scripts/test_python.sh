@@ -9,7 +9,6 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 PY=/usr/bin/python3
 JOBS=${TERRA_JOBS:-2}
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 "$PY" -c "import numpy, torch" || { echo "test_python.sh: $PY needs numpy and torch (the oracle)"; exit 1; }
 cmake -S . -B "$BUILD" -G Ninja -DTERRA_BUILD_PYTHON=ON -DTERRA_PYTHON_EXECUTABLE="$PY" >/dev/null
