@@ -1,11 +1,14 @@
 // The 4-layer MLP of issue #9 (256 wide, batch 16, Adam, loss.item() every step) trained in each
 // mode in ONE process, the modes interleaved round by round so machine noise hits them alike.
-// Prints steps/s per mode (median over rounds), co-execution / eager, host and runner time per op,
+// Prints steps/s per mode (median over rounds), co-execution / eager, host and runner time per step
+// (busy wall time from Engine::stats, and CPU time of the host thread and the runner thread),
 // and checks that every mode's losses equal eager's bit for bit. No environment variable is read:
 // run it as a user would.
 //
 //   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
 #include <algorithm>
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -77,7 +80,15 @@ struct Run {
   int64_t next = 0;
   std::vector<float> losses;
   std::vector<double> rates;
+  double host_cpu = 0, runner_cpu = 0;  // timed rounds only, seconds
+  int64_t timed_steps = 0;
 };
+
+double thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -111,18 +122,22 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 20; ++i) r->losses.push_back(r->step());
   for (int64_t round = 0; round < o.rounds; ++round)
     for (auto& r : runs) {
+      double c0 = thread_cpu_s(), rc0 = r->engine.stats().runner_cpu_s;
       auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < o.steps; ++i) r->losses.push_back(r->step());
       r->engine.synchronize();
       double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r->host_cpu += thread_cpu_s() - c0;
+      r->runner_cpu += r->engine.stats().runner_cpu_s - rc0;
+      r->timed_steps += o.steps;
       r->rates.push_back(double(o.steps) / dt);
     }
   std::printf("MLP %lld layers, width %lld, batch %lld, %s, loss.item() every step, "
               "%lld rounds x %lld steps, %d threads\n",
               (long long)o.layers, (long long)o.width, (long long)o.batch, o.sgd ? "SGD momentum" : "Adam",
               (long long)o.rounds, (long long)o.steps, num_threads());
-  std::printf("%-8s %10s %9s %8s %8s %13s %15s  %s\n", "mode", "steps/s", "vs eager", "traces", "fallbk",
-              "host us/step", "runner us/step", "losses");
+  std::printf("%-8s %10s %9s %8s %8s %13s %15s %13s %15s  %s\n", "mode", "steps/s", "vs eager", "traces", "fallbk",
+              "host us/step", "runner us/step", "host cpu us", "runner cpu us", "losses");
   bool exact = true;
   double eager = median(runs[0]->rates);
   for (auto& r : runs) {
@@ -130,9 +145,11 @@ int main(int argc, char** argv) {
     bool same = r->losses == runs[0]->losses;
     exact &= same;
     double steps = double(s.steps);
-    std::printf("%-8s %10.1f %8.2fx %8lld %8lld %13.1f %15.1f  %s\n", mode_name(r->engine.mode()),
+    double ts = double(std::max<int64_t>(r->timed_steps, 1));
+    std::printf("%-8s %10.1f %8.2fx %8lld %8lld %13.1f %15.1f %13.1f %15.1f  %s\n", mode_name(r->engine.mode()),
                 median(r->rates), median(r->rates) / eager, (long long)s.traces, (long long)s.fallbacks,
-                1e6 * s.host_busy_s / steps, 1e6 * s.runner_busy_s / steps,
+                1e6 * s.host_busy_s / steps, 1e6 * s.runner_busy_s / steps, 1e6 * r->host_cpu / ts,
+                1e6 * r->runner_cpu / ts,
                 &r == &runs[0] ? "ref" : same ? "exact" : "DIFFER");
   }
   return exact ? 0 : 1;

@@ -21,6 +21,7 @@ struct Stats {
   int64_t graph_generations = 0;  // symbolic graphs generated
   double host_busy_s = 0, host_stall_s = 0;      // host thread: running the program / waiting on fetches
   double runner_busy_s = 0, runner_stall_s = 0;  // GraphRunner: executing / waiting for feeds and choices
+  double runner_cpu_s = 0;  // GraphRunner thread's CPU time (its spinning waits included; not disturbed by load)
   int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
   // Co-execution stopped for this engine: its TraceGraph kept growing without converging (every
   // later step runs eagerly; TERRA_EXPLAIN says why).

@@ -1,6 +1,7 @@
 #include "terra/runtime/graph_runner.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -90,6 +91,9 @@ void GraphRunner::loop() {
     touched_.clear();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     busy_s_.store(busy_s_.load() + dt - (ch_.waited_s() - stall0));
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    cpu_s_.store(double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec));
     if (err) st.runner_fail(pos_, err);  // no op of the step past this one runs: it ends as eager would
     {
       std::lock_guard<std::mutex> g(st.mu);

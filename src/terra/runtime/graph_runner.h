@@ -36,6 +36,7 @@ class GraphRunner {
   void wait_steps_finished(uint64_t n);
   double busy_s() const { return busy_s_.load(); }
   double stall_s() const { return ch_.waited_s(); }
+  double cpu_s() const { return cpu_s_.load(); }
 
  private:
   struct Abort {};
@@ -84,6 +85,7 @@ class GraphRunner {
   std::condition_variable cv_;
   std::atomic<uint64_t> steps_finished_{0};
   std::atomic<double> busy_s_{0};
+  std::atomic<double> cpu_s_{0};
   std::thread thread_;
 };
 
