@@ -145,13 +145,15 @@ CoExecSession::~CoExecSession() {
 }
 
 void CoExecSession::sync_other_sessions() {
+  // Only this thread's sessions, chosen under the lock: a session of another thread may be being
+  // destroyed there right now (its stack_ must not even be read after the lock is released).
   std::vector<CoExecSession*> others;
   {
     std::lock_guard<std::mutex> g(g_sessions_mu);
-    if (g_sessions.size() > 1) others = g_sessions;
+    for (CoExecSession* o : g_sessions)
+      if (o != this && o->stack_ == stack_) others.push_back(o);
   }
-  for (CoExecSession* o : others)
-    if (o != this && o->stack_ == stack_) o->sync_for_eager();
+  for (CoExecSession* o : others) o->sync_for_eager();
 }
 
 void CoExecSession::sync_for_eager() {
