@@ -54,7 +54,8 @@ int run(const std::string& cmd, std::string* out) {
 TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
   std::string bin = bench_binary();
   if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
-  std::string csv = testing::TempDir() + "terra_bench_test.csv";
+  // Per process: concurrent test runs on one machine must not share the file.
+  std::string csv = testing::TempDir() + "terra_bench_test_" + std::to_string(getpid()) + ".csv";
   std::string out;
   int code = run("OMP_WAIT_POLICY=PASSIVE '" + bin +
                      "' --programs resnet,gpt2 --modes eager,lazy,coexec --steps 4 --warmup 1 --quick --timeout 120 "
