@@ -42,6 +42,8 @@
 #include <terra/core/dispatch.h>
 #include <terra/terra.h>
 
+#include "counting_exec.h"
+
 using namespace terra;
 
 namespace {
@@ -115,16 +117,7 @@ void warm_up(MlpSetup& s, bool fetch) {
   s.engine.synchronize();
 }
 
-// Counts dispatcher calls while running them eagerly.
-class CountingExec : public Executor {
- public:
-  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
-    ++calls;
-    return execute_eager(op, in, attrs, meta, rng);
-  }
-  int64_t calls = 0;
-};
+using bench::CountingExec;
 
 // ------------------------------------------------------------------ process memory
 int64_t proc_status_kb(const char* key) {

@@ -18,19 +18,13 @@
 #include <terra/core/dispatch.h>
 #include <terra/terra.h>
 
+#include "counting_exec.h"
+
 using namespace terra;
 
 namespace {
 
-class CountingExec : public Executor {
- public:
-  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
-    ++calls;
-    return execute_eager(op, in, attrs, meta, rng);
-  }
-  int64_t calls = 0;
-};
+using bench::CountingExec;
 
 struct Program {
   const char* name;
