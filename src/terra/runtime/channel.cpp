@@ -1,11 +1,7 @@
 #include "terra/runtime/channel.h"
 
 #include "terra/core/random.h"
-
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <sched.h>
-#include <unistd.h>
+#include "terra/core/wait.h"
 
 #include <chrono>
 #include <cstdio>
@@ -109,15 +105,6 @@ bool debug_protocol() {
   return on;
 }
 
-// Process-private futexes: std::atomic::wait/notify use shared ones here, whose key lookup pins
-// the page on every wake-up.
-static void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-}
-static void futex_wake(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 Channel::Channel() : tail_(new Block), head_(tail_) {}
 
 Channel::~Channel() {
@@ -193,8 +180,7 @@ void Channel::wait_slow(const std::function<bool()>& ready) {
   constexpr int kRounds = 256;
   for (int round = 0; !ready(); ++round) {
     if (round < kRounds && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2)) {
-      for (int i = 0; i < 64 && !ready(); ++i) __builtin_ia32_pause();
-      if (!ready()) sched_yield();
+      spin_until(ready, 1);
       continue;
     }
     uint32_t w = wake_.load(std::memory_order_seq_cst);

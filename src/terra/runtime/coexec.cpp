@@ -1,8 +1,7 @@
 #include "terra/runtime/coexec.h"
 
+#include "terra/core/wait.h"
 #include "terra/runtime/placeholder.h"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,10 +24,7 @@ static void wait_step(StepState& st, uint64_t n) {
   auto t = Clock::now();
   // Spin a little (yielding) before sleeping: the runner is usually a few ops away, and a sleeping
   // host wakes tens of microseconds late while the runner waits for its next validations.
-  for (int round = 0; round < 64 && st.done.load(std::memory_order_acquire) < n; ++round) {
-    for (int i = 0; i < 64 && st.done.load(std::memory_order_relaxed) < n; ++i) __builtin_ia32_pause();
-    if (st.done.load(std::memory_order_acquire) < n) sched_yield();
-  }
+  spin_until([&] { return st.done.load(std::memory_order_acquire) >= n; }, 64);
   st.host_waits_for.store(n);
   {
     std::unique_lock<std::mutex> g(st.mu);

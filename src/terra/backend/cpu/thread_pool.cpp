@@ -2,9 +2,6 @@
 
 #include <immintrin.h>
 #include <pthread.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +14,7 @@
 #include <vector>
 
 #include "terra/core/threads.h"
+#include "terra/core/wait.h"
 
 namespace terra::cpu {
 namespace {
@@ -27,12 +25,6 @@ namespace {
 // 0 µs 400-490 / 360-400, 5 µs 560-600 / 440-490, 20 µs 830-910 / 690-740, 200 µs 1060-1110 / 480-540.
 constexpr auto kSpin = std::chrono::microseconds(20);
 
-void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-}
-void futex_wake(std::atomic<uint32_t>& word, int count) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
-}
 
 // Polls until word != value for about kSpin; then sleeps on the futex until it changes.
 // `sleepers` counts threads that may be asleep, so a waker skips the syscall when none are.
