@@ -108,6 +108,8 @@ void bind_engine(py::module_& m) {
         d["runner_busy_s"] = s.runner_busy_s;
         d["runner_stall_s"] = s.runner_stall_s;
         d["runner_cpu_s"] = s.runner_cpu_s;
+        d["fused_kernels"] = s.fused_kernels;
+        d["fused_ops"] = s.fused_ops;
         d["lazy_cache_hits"] = s.lazy_cache_hits;
         d["lazy_cache_misses"] = s.lazy_cache_misses;
         d["coexec_disabled"] = s.coexec_disabled;

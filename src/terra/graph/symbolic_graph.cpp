@@ -1,5 +1,7 @@
 #include "terra/graph/symbolic_graph.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <sstream>
 #include <unordered_map>
@@ -232,7 +234,9 @@ void dot_region(std::ostringstream& os, const Region& r, int& cluster) {
 }  // namespace
 
 SymbolicGraph generate(const trace::TraceGraph& tg) {
+  static std::atomic<uint64_t> next_uid{1};
   SymbolicGraph g;
+  g.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
   g.max_age.assign(tg.num_nodes(), 0);
   g.needs_message.assign(tg.num_nodes(), 0);
   Gen gen{tg, g, {}};

@@ -63,6 +63,7 @@ struct ControlDep {  // Appendix C.3: this fetch must run before that feed
 };
 
 struct SymbolicGraph {
+  uint64_t uid = 0;  // unique per generated graph (addresses may be reused; this is not)
   Region root;
   // Edge of the TraceGraph -> the (switch, case) pairs it selects.
   std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> choices;

@@ -86,6 +86,11 @@ void rethrow_with_context(std::exception_ptr err, const std::string& context) {
   std::rethrow_exception(err);
 }
 
+bool StepState::host_may_read(uint64_t p) {
+  std::lock_guard<SpinLock> g(cells_mu);
+  return p >= cells.size() || !cells[p].expired();
+}
+
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
   std::lock_guard<SpinLock> g(cells_mu);
   if (cells.size() <= p) {

@@ -51,6 +51,8 @@ class SpinLock {
   std::atomic<bool> flag_{false};
 };
 
+class Channel;
+
 struct StepState {
   uint64_t uid = 0;
   std::shared_ptr<const graph::SymbolicGraph> graph;
@@ -63,6 +65,9 @@ struct StepState {
   std::atomic<uint64_t> abort_at{~0ull};           // stop once `done` reaches this (fallback)
   std::atomic<uint64_t> host_pos{0};  // ops the host validated so far (in-place writes wait for it)
   std::atomic<uint64_t> host_waits_for{~0ull};     // the runner notifies once `done` reaches it
+  // The runner's channel, woken when the host starts waiting: a runner holding validated ops of a
+  // fused segment while it waits for the rest runs them at once. Used under `mu` while !finished.
+  Channel* runner = nullptr;
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
@@ -87,6 +92,10 @@ struct StepState {
   // Host: the cell for position `p` (creating it, or adopting the runner's).
   // `ready`: the runner already stored the values (the host may read them without the lock).
   std::shared_ptr<ValueCell> host_cell(uint64_t p, bool* ready = nullptr);
+  // Runner: whether the host holds, or may still create, a placeholder for position `p`'s outputs
+  // (false once it validated `p` and every placeholder of it died: a fused group may then keep
+  // that value in a tile and never write it out).
+  bool host_may_read(uint64_t p);
   // Runner: stores outputs of position `p` where the host may still read them.
   void runner_store(uint64_t p, const std::vector<Tensor>& outs);
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
@@ -143,6 +152,7 @@ class Channel {
   // Consumer: the oldest message, blocking until there is one; pop() releases it.
   Message& front();
   void pop();
+  bool empty() const { return pushed_.load(std::memory_order_acquire) == popped_; }  // consumer side
   double waited_s() const { return waited_s_.load(std::memory_order_relaxed); }
 
   // Producer: wakes the consumer if it sleeps, after publishing state it waits on outside the

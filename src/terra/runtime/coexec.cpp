@@ -28,6 +28,7 @@ static void wait_step(StepState& st, uint64_t n) {
   st.host_waits_for.store(n);
   {
     std::unique_lock<std::mutex> g(st.mu);
+    if (!st.finished && st.runner) st.runner->notify();  // alive: the runner has not finished this step
     st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
   }
   st.host_waits_for.store(~0ull);
@@ -252,6 +253,7 @@ void CoExecSession::begin_step() {
     st_->uid = step_uid_;
     st_->graph = sg_;
     st_->tg = &tg_;
+    st_->runner = &runner_->channel();
     inflight_.push_back(st_);
     cursor_ = std::make_unique<trace::Cursor>(tg_, true);
 #ifndef NDEBUG
@@ -588,6 +590,8 @@ void CoExecSession::end_step() {
   stats_.runner_busy_s = runner_->busy_s();
   stats_.runner_stall_s = runner_->stall_s();
   stats_.runner_cpu_s = runner_->cpu_s();
+  stats_.fused_kernels = int64_t(runner_->fused_kernels());
+  stats_.fused_ops = int64_t(runner_->fused_ops());
   raise_pending(false);  // errors already known reach the program at the step's end
 }
 

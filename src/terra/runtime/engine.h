@@ -22,6 +22,8 @@ struct Stats {
   double host_busy_s = 0, host_stall_s = 0;      // host thread: running the program / waiting on fetches
   double runner_busy_s = 0, runner_stall_s = 0;  // GraphRunner: executing / waiting for feeds and choices
   double runner_cpu_s = 0;  // GraphRunner thread's CPU time (its spinning waits included; not disturbed by load)
+  // Compiled execution (co-execution's runner): fused elementwise kernels run, and the ops they replaced.
+  int64_t fused_kernels = 0, fused_ops = 0;
   int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
   // Co-execution stopped for this engine: its TraceGraph kept growing without converging (every
   // later step runs eagerly; TERRA_EXPLAIN says why).

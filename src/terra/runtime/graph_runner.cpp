@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "terra/compile/passes.h"
 #include "terra/core/dispatch.h"
 #include "terra/trace/trace_graph.h"
 
@@ -132,6 +133,13 @@ void GraphRunner::run_step(StepState& st) {
     node_in_.clear();
     inputs_graph_ = g_;
   }
+  if (g_->uid != plans_graph_) {  // plans and readers belong to one graph
+    plans_.clear();
+    readers_.of.clear();
+    plans_graph_ = g_->uid;
+  }
+  if (node_in_.size() < g_->max_age.size()) node_in_.resize(g_->max_age.size());
+  if (meta_.size() < g_->max_age.size()) meta_.resize(g_->max_age.size());
   if (env_.size() < g_->max_age.size()) env_.resize(g_->max_age.size());
   for (size_t n = 0; n < g_->max_age.size(); ++n)
     if (env_[n].slots.size() != size_t(g_->max_age[n]) + 1) env_[n].slots.resize(size_t(g_->max_age[n]) + 1);
@@ -196,15 +204,15 @@ void GraphRunner::missing_value(const graph::OpNode& op, const trace::Source& s,
   wait_for_abort(what);
 }
 
-Message& GraphRunner::take_validate(uint32_t node) {
+Message& GraphRunner::take_validate(uint32_t node, uint64_t p) {
   Message& m = ch_.front();
   if (m.kind == Message::Abort) {
     ch_.pop();
     throw Abort{};
   }
-  if (m.kind != Message::Validate || m.id != node || m.seq != pos_)
+  if (m.kind != Message::Validate || m.id != node || m.seq != p)
     throw std::runtime_error("[GraphRunner] internal: expected validation of node " + std::to_string(node) +
-                             " at position " + std::to_string(pos_));
+                             " at position " + std::to_string(p));
   return m;
 }
 
@@ -213,42 +221,52 @@ void GraphRunner::run_region(const graph::Region& r) {
     int c = sw.needs_select ? take_choice(sw.id) : 0;
     if (debug_protocol()) std::fprintf(stderr, "runner: switch %u -> case %d\n", sw.id, c);
     if (c < 0) continue;
-    for (const graph::Item& it : sw.cases[size_t(c)].block) {
-      if (!it.is_loop) {
-        run_op(it.op);
-        continue;
-      }
-      if (it.fixed_trips >= 0) {
-        for (int64_t i = 0; i < it.fixed_trips; ++i) run_region(*it.body);
-      } else {
-        while (take_loop_cond(it.loop_node)) run_region(*it.body);
-      }
+    run_block(sw.cases[size_t(c)].block);
+  }
+}
+
+void GraphRunner::run_block(const std::vector<graph::Item>& block) {
+  BlockPlan* plan = compile::pass_enabled(compile::Pass::FuseElementwise) ? &plan_of(block) : nullptr;
+  size_t next_span = 0;
+  for (size_t k = 0; k < block.size();) {
+    if (plan && next_span < plan->spans.size() && plan->spans[next_span].begin == k) {
+      FusionSpan& sp = plan->spans[next_span++];
+      run_span(block, sp);
+      k = sp.end;
+      continue;
+    }
+    const graph::Item& it = block[k++];
+    if (!it.is_loop) {
+      run_op(it.op);
+      continue;
+    }
+    if (it.fixed_trips >= 0) {
+      for (int64_t i = 0; i < it.fixed_trips; ++i) run_region(*it.body);
+    } else {
+      while (take_loop_cond(it.loop_node)) run_region(*it.body);
     }
   }
 }
 
-void GraphRunner::run_op(const graph::OpNode& op) {
-  if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
+Message* GraphRunner::begin_op(const graph::OpNode& op, uint64_t p) {
+  if (p >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
   if (op.wait_validated)
     ch_.wait_until([&] {
-      return st_->host_pos.load(std::memory_order_seq_cst) > pos_ ||
-             st_->abort_at.load(std::memory_order_seq_cst) <= pos_;
+      return st_->host_pos.load(std::memory_order_seq_cst) > p || st_->abort_at.load(std::memory_order_seq_cst) <= p;
     });
-  if (pos_ >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
-  Message* v = op.needs_message ? &take_validate(op.node) : nullptr;  // popped once the inputs are read
-  const PhiloxKey rng = v ? v->rng : PhiloxKey{};
-  // Per node and kept across steps: a variable input is set once, so the runner does not touch
-  // the reference counts the host's skeleton keeps changing on the same tensors (a cache line
-  // bouncing between the two cores on every op).
-  if (node_in_.size() < g_->max_age.size()) node_in_.resize(g_->max_age.size());
-  std::vector<Tensor>& in = node_in_[op.node];
+  if (p >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
+  return op.needs_message ? &take_validate(op.node, p) : nullptr;
+}
+
+void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip) {
   in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
-    std::vector<Tensor>* v = env_[s.node].at(ring_index(s, op.node));
-    if (!v || s.out >= v->size() || !(*v)[s.out].defined()) missing_value(op, s, op.needs_message || op.wait_validated);
-    return (*v)[s.out];
+    std::vector<Tensor>* r = env_[s.node].at(ring_index(s, op.node));
+    if (!r || s.out >= r->size() || !(*r)[s.out].defined()) missing_value(op, s, op.needs_message || op.wait_validated);
+    return (*r)[s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (skip && skip[i]) continue;
     const Input& x = op.inputs[i];
     switch (x.kind) {
       case Input::Value: in[i] = value(x.src); break;
@@ -263,15 +281,38 @@ void GraphRunner::run_op(const graph::OpNode& op) {
       }
     }
   }
+}
+
+void GraphRunner::run_op(const graph::OpNode& op, OpRecord* rec) {
+  Message* v = begin_op(op, pos_);  // popped once the inputs are read
+  const PhiloxKey rng = v ? v->rng : PhiloxKey{};
+  // Per node and kept across steps: a variable input is set once, so the runner does not touch
+  // the reference counts the host's skeleton keeps changing on the same tensors (a cache line
+  // bouncing between the two cores on every op).
+  std::vector<Tensor>& in = node_in_[op.node];
+  read_inputs(op, v, in, nullptr);
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   if (v) ch_.pop();
   cur_node_ = op.node;
   // A regenerated graph keeps every node id's op and attributes (TraceGraph nodes never change),
   // so cached metas stay valid; new nodes get empty entries.
-  if (meta_.size() < g_->max_age.size()) meta_.resize(g_->max_age.size());
   const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
   std::vector<Tensor> outs = exec_.run_op(op, in, meta, rng);
   cur_node_ = kNoNode;
+  if (rec) {
+    rec->in.resize(in.size());
+    rec->in_contig.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      rec->in[i] = {in[i].impl()->shape, in[i].impl()->dtype};
+      rec->in_contig[i] = in[i].impl()->is_contiguous();
+    }
+    rec->out = {outs.at(0).impl()->shape, outs[0].impl()->dtype};
+    rec->out_contig = outs[0].impl()->is_contiguous();
+  }
+  finish_op(op, in, outs);
+}
+
+void GraphRunner::finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
   for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
     if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
   st_->runner_store(pos_, outs);

@@ -4,13 +4,21 @@
 #include <atomic>
 #include <thread>
 
+#include <unordered_map>
+
 #include "terra/graph/symbolic_graph.h"
+#include "terra/compile/fusion_plan.h"
 #include "terra/runtime/channel.h"
 
 namespace terra::runtime {
 
-// Hook through which every basic block's ops run: the place later passes (fusion, memory
-// planning) plug in. The default runs each op's kernel in order.
+using compile::BlockPlan;
+using compile::FusedSegment;
+using compile::FusionSpan;
+using compile::OpRecord;
+using compile::Readers;
+
+// Runs one op's kernel (the unfused path; fused groups run through compile::run_fused).
 class BlockExecutor {
  public:
   virtual ~BlockExecutor() = default;
@@ -37,16 +45,34 @@ class GraphRunner {
   double busy_s() const { return busy_s_.load(); }
   double stall_s() const { return ch_.waited_s(); }
   double cpu_s() const { return cpu_s_.load(); }
+  uint64_t fused_kernels() const { return fused_kernels_.load(std::memory_order_relaxed); }
+  uint64_t fused_ops() const { return fused_ops_.load(std::memory_order_relaxed); }
 
  private:
   struct Abort {};
   void loop();
   void run_step(StepState& st);
   void run_region(const graph::Region& r);
-  void run_op(const graph::OpNode& op);
+  void run_block(const std::vector<graph::Item>& block);
+  void run_op(const graph::OpNode& op, OpRecord* rec = nullptr);
+  // The pieces of run_op. begin_op: waits until the op at position `p` may run (aborts, in-place
+  // validation) and returns its message (null when it needs none; the caller pops it).
+  Message* begin_op(const graph::OpNode& op, uint64_t p);
+  // Fills `in` from rings, variables, feeds and phis; inputs flagged in `skip` are left alone.
+  void read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip);
+  // Publishes the outputs of the op at pos_ (cells, ring, releases) and advances pos_.
+  void finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  // Fused groups (runner_fusion.cpp).
+  BlockPlan& plan_of(const std::vector<graph::Item>& block);
+  void run_span(const std::vector<graph::Item>& block, FusionSpan& sp);
+  void run_segment(const std::vector<graph::Item>& block, FusionSpan& sp, FusedSegment& seg);
+  // Runs ops [seg.begin, seg.begin + count) one by one after their inputs were gathered.
+  // Whether begin_op(op, p) would return without waiting for the host.
+  bool may_begin(const graph::OpNode& op, uint64_t p) const;
+  void run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count);
   int take_choice(uint32_t sw);
   bool take_loop_cond(uint32_t loop);
-  Message& take_validate(uint32_t node);  // the channel's front; popped by the caller
+  Message& take_validate(uint32_t node, uint64_t p);  // the channel's front; popped by the caller
   [[noreturn]] void wait_for_abort(const std::string& why);
   std::exception_ptr with_call_site(std::exception_ptr err, const StepState& st) const;
   [[noreturn]] void missing_value(const graph::OpNode& op, const trace::Source& s, bool validated);
@@ -79,6 +105,11 @@ class GraphRunner {
   BlockExecutor exec_;
   std::vector<std::vector<Tensor>> node_in_;  // per node: the inputs of its latest run (variables kept)
   const graph::SymbolicGraph* inputs_graph_ = nullptr;  // the graph node_in_ belongs to
+  uint64_t plans_graph_ = 0;  // uid of the graph plans_ and readers_ belong to
+  std::unordered_map<const void*, BlockPlan> plans_;     // per basic block of the current graph
+  Readers readers_;                                       // of the current graph (built with plans)
+  std::vector<Tensor> slots_;                             // a fused segment's slot tensors (reused)
+  std::vector<uint8_t> keep_;                             // per slot: written out (reused)
 
   Channel ch_;
   std::mutex mu_;
@@ -86,6 +117,7 @@ class GraphRunner {
   std::atomic<uint64_t> steps_finished_{0};
   std::atomic<double> busy_s_{0};
   std::atomic<double> cpu_s_{0};
+  std::atomic<uint64_t> fused_kernels_{0}, fused_ops_{0};
   std::thread thread_;
 };
 

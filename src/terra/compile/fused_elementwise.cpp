@@ -1,0 +1,112 @@
+#include "terra/compile/fused_elementwise.h"
+
+#include <cstring>
+#include <memory>
+
+#include "terra/backend/cpu/parallel.h"
+
+namespace terra::compile {
+
+// Checked one by one: each kernel is a per-element function (no index, no neighbour, no random
+// stream) whose vector and tail paths compute the same bits wherever a slice starts.
+static const char* const kFusible[] = {
+    "add",   "sub",   "mul",   "div",      "add_",    "sub_",    "mul_",    "div_",      "neg",     "exp",
+    "log",   "sqrt",  "rsqrt", "abs",      "sign",    "relu",    "leaky_relu", "gelu",  "gelu_backward",
+    "sigmoid", "tanh", "softplus", "pow",  "pow_scalar", "clamp", "maximum", "minimum", "where",  "masked_fill",
+    "cast",
+};
+
+bool fusible_elementwise(const OpDef& op) {
+  if (!op.has(kElementwise) || op.has(kRandom) || op.has(kStateful) || op.has(kView) || !op.kernel) return false;
+  for (const char* n : kFusible)
+    if (std::strcmp(n, op.name) == 0) return true;
+  return false;
+}
+
+bool fusible_elementwise(const OpDef& op, DType dtype) {
+  if (!fusible_elementwise(op)) return false;
+  return !op.check_values || is_floating(dtype);
+}
+
+std::string FusedKernel::describe() const {
+  std::string s = "fused[" + std::to_string(numel) + "]:";
+  for (const FusedOp& o : ops) {
+    s += " %" + std::to_string(o.out) + "=" + o.op->name + "(";
+    for (size_t i = 0; i < o.in.size(); ++i) s += (i ? ",%" : "%") + std::to_string(o.in[i]);
+    s += ")";
+  }
+  return s;
+}
+
+namespace {
+
+// One worker's views of the slots: full-size slots become [len] slices moved along tile by tile,
+// scalars stay 0-d, scratch slots own a tile-sized buffer.
+struct TileViews {
+  std::vector<Tensor> views;
+  std::vector<int64_t> base;  // full-size slots: the slot's own offset (-1: not full-size)
+  std::vector<std::vector<Tensor>> ins;
+  std::vector<Tensor> outs;
+
+  TileViews(const FusedKernel& k, std::span<const Tensor> slots) {
+    const size_t n = k.slot_dtype.size();
+    views.resize(n);
+    base.assign(n, -1);
+    for (size_t s = 0; s < n; ++s) {
+      auto v = std::make_shared<TensorImpl>();
+      v->dtype = k.slot_dtype[s];
+      const Tensor& t = slots[s];
+      if (t.defined() && t.impl()->numel == 1 && k.numel != 1) {
+        v->numel = 1;
+        v->offset = t.impl()->offset;
+        v->storage = t.impl()->storage;
+      } else {
+        v->shape = {0};
+        v->strides = {1};
+        if (t.defined()) {
+          v->storage = t.impl()->storage;
+          base[s] = t.impl()->offset;
+        } else {
+          v->storage = std::make_shared<Storage>(size_t(kFusedTile) * itemsize(v->dtype));
+        }
+      }
+      views[s] = Tensor(std::move(v));
+    }
+    ins.resize(k.ops.size());
+    outs.resize(k.ops.size());
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      for (uint32_t s : k.ops[i].in) ins[i].push_back(views[s]);
+      outs[i] = views[k.ops[i].out];
+    }
+  }
+
+  void at(int64_t begin, int64_t len) {
+    for (size_t s = 0; s < views.size(); ++s) {
+      TensorImpl& v = *views[s].impl();
+      if (v.shape.empty()) continue;  // a scalar
+      v.shape[0] = len;
+      v.numel = len;
+      if (base[s] >= 0) v.offset = base[s] + begin;
+    }
+  }
+};
+
+}  // namespace
+
+void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
+  for (const Tensor& t : slots)
+    if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them
+  cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
+    TileViews tv(k, slots);
+    for (int64_t t = b; t < e; t += kFusedTile) {
+      const int64_t len = std::min(kFusedTile, e - t);
+      tv.at(t, len);
+      for (size_t i = 0; i < k.ops.size(); ++i) {
+        std::span<Tensor> out(&tv.outs[i], 1);
+        k.ops[i].op->kernel(KernelArgs{tv.ins[i], out, *k.ops[i].attrs, PhiloxKey{}});
+      }
+    }
+  });
+}
+
+}  // namespace terra::compile

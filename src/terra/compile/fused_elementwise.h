@@ -1,0 +1,48 @@
+// A fused elementwise kernel: a run of elementwise ops over one shape executed tile by tile, so
+// every intermediate lives in a cache-sized scratch buffer instead of a full tensor in memory.
+// Each tile runs the ops' own kernels in program order on [tile]-long slices: the per-element
+// arithmetic is exactly the unfused ops' (same functions, same rounding), so results are
+// bit-identical to running the ops one by one — only the loop order across ops changes, which
+// elementwise ops (element i reads only element i, or a broadcast scalar) cannot observe.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "terra/core/op.h"
+
+namespace terra::compile {
+
+// Ops whose kernels map element i of every full-size operand to element i of the output, with
+// no randomness, no shape-dependent attributes and no error they could raise mid-run.
+bool fusible_elementwise(const OpDef& op);
+// The same, for one call's dtypes (integer division checks its divisor: never fused).
+bool fusible_elementwise(const OpDef& op, DType dtype);
+
+// Values are numbered slots: the group's outside inputs first, then one per op output (an
+// in-place op writes its target's slot again).
+struct FusedOp {
+  const OpDef* op = nullptr;
+  const Attrs* attrs = nullptr;
+  std::vector<uint32_t> in;  // slots read
+  uint32_t out = 0;          // slot written
+};
+
+struct FusedKernel {
+  int64_t numel = 0;              // elements of every full-size slot
+  std::vector<DType> slot_dtype;  // per slot
+  std::vector<FusedOp> ops;
+  std::string describe() const;   // one line: ops and slots (explain output, tests)
+};
+
+// Runs `k`. `slots[s]`: a contiguous tensor of k.numel elements (an outside input, or an output the
+// caller allocated because someone reads it later), a one-element tensor (a broadcast scalar),
+// or undefined (scratch: lives only inside a tile). Parallel over tiles with a fixed partition,
+// so the result does not depend on the thread count either.
+void run_fused(const FusedKernel& k, std::span<const Tensor> slots);
+
+// Elements per tile: a few tens of kilobytes per scratch slot, so a tile's working set stays in L1/L2.
+constexpr int64_t kFusedTile = 2048;
+
+}  // namespace terra::compile

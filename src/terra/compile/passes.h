@@ -1,0 +1,15 @@
+// The compile layer's passes and their switches. Every pass can be turned off alone (the
+// differential tests run with all on and with each off); default passes never change values.
+// TERRA_PASSES_OFF=name[,name...] turns passes off for a process (read once, at first use).
+#pragma once
+#include <string>
+
+namespace terra::compile {
+
+enum class Pass : unsigned { FuseElementwise, Count };
+
+const char* pass_name(Pass p);
+bool pass_enabled(Pass p);
+void set_pass_enabled(Pass p, bool on);  // process-wide; takes effect for blocks planned after it
+
+}  // namespace terra::compile

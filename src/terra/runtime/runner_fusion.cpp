@@ -1,0 +1,137 @@
+// How the GraphRunner runs a block's fused segments (compile/fusion_plan.h): it gathers every
+// op's host messages and outside inputs in position order, runs the segment as one tiled kernel,
+// then publishes each op's outputs in position order as if they had run one by one. Whatever
+// stops the gathering midway (an abort, a failed feed) first runs the ops before it one by one,
+// as eager would have, so no prefix the host validated is ever lost.
+#include <cstdio>
+
+#include "terra/compile/fused_elementwise.h"
+#include "terra/core/dispatch.h"
+#include "terra/runtime/graph_runner.h"
+
+namespace terra::runtime {
+
+BlockPlan& GraphRunner::plan_of(const std::vector<graph::Item>& block) {
+  auto it = plans_.find(&block);
+  if (it != plans_.end()) return it->second;
+  if (readers_.of.empty()) readers_.build(*g_);
+  return plans_.emplace(&block, compile::plan_block(block)).first->second;
+}
+
+void GraphRunner::run_span(const std::vector<graph::Item>& block, FusionSpan& sp) {
+  if (!sp.planned) {  // op by op, recording the shapes the segments are cut by
+    sp.rec.resize(sp.end - sp.begin);
+    for (uint32_t k = sp.begin; k < sp.end; ++k) run_op(block[k].op, &sp.rec[k - sp.begin]);
+    compile::plan_segments(block, sp, readers_);
+    return;
+  }
+  for (FusedSegment& seg : sp.segs) {
+    if (seg.fused) {
+      run_segment(block, sp, seg);
+      continue;
+    }
+    for (uint32_t k = seg.begin; k < seg.end; ++k) run_op(block[k].op);
+  }
+}
+
+bool GraphRunner::may_begin(const graph::OpNode& op, uint64_t p) const {
+  if (st_->abort_at.load(std::memory_order_seq_cst) <= p) return true;  // begin_op raises the abort
+  if (op.wait_validated && st_->host_pos.load(std::memory_order_seq_cst) <= p) return false;
+  return !op.needs_message || !ch_.empty();
+}
+
+void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count) {
+  for (uint32_t j = 0; j < count; ++j) {
+    const graph::OpNode& op = block[seg.begin + j].op;
+    std::vector<Tensor>& in = node_in_[op.node];
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (seg.internal[j][i]) in[i] = (*env_[op.inputs[i].src.node].at(0)).at(op.inputs[i].src.out);
+    cur_node_ = op.node;
+    const std::vector<TensorMeta>& meta = op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
+    std::vector<Tensor> outs = exec_.run_op(op, in, meta, PhiloxKey{});
+    cur_node_ = kNoNode;
+    finish_op(op, in, outs);
+  }
+}
+
+void GraphRunner::run_segment(const std::vector<graph::Item>& block, FusionSpan& sp, FusedSegment& seg) {
+  const uint32_t n = seg.end - seg.begin;
+  for (uint32_t j = 0; j < n; ++j) {
+    const graph::OpNode& op = block[seg.begin + j].op;
+    // The host may be waiting for an op gathered here (a fetch waits for every op it validated):
+    // rather than wait for the host while holding those, run them now and the rest one by one.
+    if (j > 0 && !may_begin(op, pos_ + j)) {
+      ch_.wait_until([&] { return may_begin(op, pos_ + j) || st_->host_waits_for.load() != ~0ull; });
+      if (!may_begin(op, pos_ + j)) {
+        run_gathered(block, seg, j);
+        for (uint32_t k = j; k < n; ++k) run_op(block[seg.begin + k].op);
+        return;
+      }
+    }
+    try {
+      cur_node_ = op.node;
+      Message* v = begin_op(op, pos_ + j);
+      read_inputs(op, v, node_in_[op.node], seg.internal[j].data());
+      if (v) ch_.pop();
+    } catch (...) {
+      run_gathered(block, seg, j);  // an error there is the earlier one: it replaces this
+      throw;
+    }
+  }
+  cur_node_ = kNoNode;
+  if (debug_protocol())
+    std::fprintf(stderr, "runner: pos %llu %s\n", (unsigned long long)pos_, seg.kernel.describe().c_str());
+
+  // The recorded shapes must still hold, and no in-place write may overlap another operand at a
+  // different offset (a tile would read elements the unfused op had already overwritten).
+  const size_t n_slots = seg.kernel.slot_dtype.size();
+  slots_.assign(n_slots, Tensor());
+  bool ok = true;
+  for (const FusedSegment::Ext& e : seg.ext) {
+    const Tensor& t = node_in_[block[seg.begin + e.op].op.node][e.input];
+    const TensorImpl& ti = *t.impl();
+    ok = ok && ti.dtype == e.dtype && ti.shape == e.shape && (e.scalar || ti.is_contiguous());
+    slots_[e.slot] = t;
+  }
+  for (uint32_t j = 0; ok && j < n; ++j) {
+    if (!seg.writes_ext[j]) continue;
+    const TensorImpl& target = *slots_[seg.out_slot[j]].impl();
+    for (const FusedSegment::Ext& e : seg.ext) {
+      const TensorImpl& o = *slots_[e.slot].impl();
+      if (e.slot != seg.out_slot[j] && o.storage == target.storage && (e.scalar || o.offset != target.offset)) ok = false;
+    }
+  }
+  // Outputs someone may read after the segment are written out; the rest live only in tiles.
+  keep_.assign(n_slots, 0);
+  for (uint32_t j = 0; j < n; ++j)
+    if (seg.read_outside[j] || st_->host_may_read(pos_ + j)) keep_[seg.out_slot[j]] = 1;
+  try {
+    for (uint32_t j = 0; ok && j < n; ++j) {
+      const uint32_t s = seg.out_slot[j];
+      if (keep_[s] && !slots_[s].defined())
+        slots_[s] = empty(seg.out_meta[j].shape, seg.out_meta[j].dtype, block[seg.begin + j].op.op->name);
+    }
+  } catch (...) {
+    ok = false;  // unfused, the op that cannot allocate raises it at its own position
+  }
+  if (!ok) {
+    slots_.clear();
+    sp.planned = false;  // record again next time
+    run_gathered(block, seg, n);
+    return;
+  }
+  cur_node_ = block[seg.begin].op.node;
+  compile::run_fused(seg.kernel, slots_);
+  cur_node_ = kNoNode;
+  fused_kernels_.fetch_add(1, std::memory_order_relaxed);
+  fused_ops_.fetch_add(n, std::memory_order_relaxed);
+  for (uint32_t j = 0; j < n; ++j) {
+    const graph::OpNode& op = block[seg.begin + j].op;
+    std::vector<Tensor> outs;
+    if (slots_[seg.out_slot[j]].defined()) outs.push_back(slots_[seg.out_slot[j]]);
+    finish_op(op, node_in_[op.node], outs);
+  }
+  slots_.clear();
+}
+
+}  // namespace terra::runtime
