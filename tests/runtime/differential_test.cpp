@@ -10,6 +10,7 @@
 #include <random>
 
 #include "runtime/mode_harness.h"
+#include "terra/compile/passes.h"
 
 using namespace terra;
 using namespace terra::testing;
@@ -165,6 +166,7 @@ TEST(Differential, RandomProgramsAllModesAgree) {
   if (const char* env = std::getenv("TERRA_DIFF_PROGRAMS")) n = std::atoi(env);
   if (const char* env = std::getenv("TERRA_DIFF_FIRST")) first = std::atoi(env);
   int mismatches = 0, coexec_steps = 0, fallbacks = 0;
+  int64_t fused_ops = 0;
   for (int p = first; p < first + n; ++p) {
     std::mt19937 rng(uint32_t(1234 + p));
     ProgramSpec spec;
@@ -182,7 +184,23 @@ TEST(Differential, RandomProgramsAllModesAgree) {
     }
     coexec_steps += int(co.stats.steps - co.stats.traces);
     fallbacks += int(co.stats.fallbacks);
+    fused_ops += co.stats.fused_ops + lazy.stats.fused_ops;
     bool same = eager.values == lazy.values && eager.values == co.values;
+    // Each compile pass off alone (every fourth program, to bound the time): still eager's values.
+    for (unsigned pass = 0; same && p % 4 == 0 && pass < unsigned(compile::Pass::Count); ++pass) {
+      compile::set_pass_enabled(compile::Pass(pass), false);
+      Observed lazy_off, co_off;
+      try {
+        lazy_off = run_in_mode(Mode::Lazy, prog, uint64_t(p));
+        co_off = run_in_mode(Mode::CoExecution, prog, uint64_t(p));
+      } catch (...) {
+        compile::set_pass_enabled(compile::Pass(pass), true);
+        throw;
+      }
+      compile::set_pass_enabled(compile::Pass(pass), true);
+      same = eager.values == lazy_off.values && eager.values == co_off.values;
+      if (!same) ADD_FAILURE() << "program " << p << " differs with pass " << compile::pass_name(compile::Pass(pass)) << " off";
+    }
     if (!same) {
       ++mismatches;
       if (mismatches <= 3) {
@@ -193,7 +211,8 @@ TEST(Differential, RandomProgramsAllModesAgree) {
     }
   }
   EXPECT_EQ(mismatches, 0);
-  std::printf("[differential] %d programs, %d co-executed steps, %d fallbacks, %d mismatches\n", n, coexec_steps,
-              fallbacks, mismatches);
+  std::printf("[differential] %d programs, %d co-executed steps, %d fallbacks, %d mismatches, %lld ops fused\n", n,
+              coexec_steps, fallbacks, mismatches, (long long)fused_ops);
   EXPECT_GT(coexec_steps, n);  // the co-execution phase really ran
+  EXPECT_GT(fused_ops, n);     // and so did the compile layer
 }

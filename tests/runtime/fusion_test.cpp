@@ -1,4 +1,4 @@
-// Co-execution with the elementwise-fusion pass: every fusible op in chains that end in
+// Co-execution and lazy mode with the elementwise-fusion pass: every fusible op in chains that end in
 // reductions, host-held intermediates, in-place updates of variables (an optimizer), and a
 // fallback that lands inside a fused segment. Values must be bit-identical to eager, with the pass
 // on (checked to have fused) and off, at 1 and 2 threads.
@@ -70,15 +70,21 @@ TEST(Fusion, ChainsAndUpdatesAreBitIdenticalToEager) {
     auto prog = [](Engine& e, const Obs& o) { chain_program(e, o, 12, -1); };
     Observed eager = run_in_mode(Mode::Eager, prog, 7);
     Observed co = run_in_mode(Mode::CoExecution, prog, 7);
+    Observed lazy = run_in_mode(Mode::Lazy, prog, 7);
     expect_same(eager, co, "coexec");
+    expect_same(eager, lazy, "lazy");
+    EXPECT_GT(lazy.stats.fused_ops, 3 * lazy.stats.fused_kernels);
+    EXPECT_GT(lazy.stats.fused_kernels, 0);
     // The pass ran: Adam-like updates and the forward chains became fused kernels.
     EXPECT_GT(co.stats.fused_kernels, 0) << threads << " threads";
     EXPECT_GT(co.stats.fused_ops, 3 * co.stats.fused_kernels);
     {
       PassGuard off(false);
       Observed plain = run_in_mode(Mode::CoExecution, prog, 7);
+      Observed plain_lazy = run_in_mode(Mode::Lazy, prog, 7);
       expect_same(eager, plain, "coexec without fusion");
-      EXPECT_EQ(plain.stats.fused_kernels, 0);
+      expect_same(eager, plain_lazy, "lazy without fusion");
+      EXPECT_EQ(plain.stats.fused_kernels + plain_lazy.stats.fused_kernels, 0);
     }
   }
 }

@@ -29,7 +29,10 @@ class CoExecSession {
   void sync_for_eager();  // what an eager op outside this session's steps must wait for
   void synchronize();  // sync_all, then raises the first runner error the program has not seen
   void close_quietly() noexcept;  // the engine is going away: sync, report unseen errors on stderr
-  void set_explain(const std::string& dir) { explain_dir_ = dir; }
+  void set_explain(const std::string& dir) {
+    explain_dir_ = dir;
+    runner_->set_explain(dir);
+  }
 
   const trace::TraceGraph& trace_graph() const { return tg_; }
   const graph::SymbolicGraph* symbolic_graph() const { return sg_.get(); }

@@ -45,6 +45,11 @@ class GraphRunner {
   double busy_s() const { return busy_s_.load(); }
   double stall_s() const { return ch_.waited_s(); }
   double cpu_s() const { return cpu_s_.load(); }
+  // TERRA_EXPLAIN: each planned fusion span is described on stderr and in `dir`/fusion.txt.
+  void set_explain(const std::string& dir) {
+    std::lock_guard<std::mutex> g(mu_);
+    explain_dir_ = dir;
+  }
   uint64_t fused_kernels() const { return fused_kernels_.load(std::memory_order_relaxed); }
   uint64_t fused_ops() const { return fused_ops_.load(std::memory_order_relaxed); }
 
@@ -110,6 +115,8 @@ class GraphRunner {
   Readers readers_;                                       // of the current graph (built with plans)
   std::vector<Tensor> slots_;                             // a fused segment's slot tensors (reused)
   std::vector<uint8_t> keep_;                             // per slot: written out (reused)
+  std::string explain_dir_;                               // guarded by mu_
+  void explain_span(const std::vector<graph::Item>& block, const FusionSpan& sp);
 
   Channel ch_;
   std::mutex mu_;

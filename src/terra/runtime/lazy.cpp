@@ -2,6 +2,8 @@
 
 #include "terra/runtime/placeholder.h"
 
+#include "terra/compile/passes.h"
+
 #include "terra/core/random.h"
 
 #include <cstring>
@@ -43,7 +45,8 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
     barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, std::make_shared<ValueCell>()};
+  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, std::make_shared<ValueCell>(), {}};
+  if (!meta.empty()) e.out = meta[0];
   e.refs.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     auto* lp = dynamic_cast<LazyPending*>(in[i].impl()->pending.get());
@@ -102,9 +105,24 @@ void LazyExec::barrier(bool raise) {
     it = cache_.emplace(h, std::move(b)).first;
   }
   const Block& block = it->second;
+  const bool fuse = compile::pass_enabled(compile::Pass::FuseElementwise);
+  std::vector<int32_t> last_use;  // per entry: the last entry of this batch reading its outputs
+  if (fuse) {
+    last_use.assign(work.size(), -1);
+    for (size_t j = 0; j < work.size(); ++j)
+      for (const Ref& r : block.refs[j])
+        if (r.entry >= 0) last_use[size_t(r.entry)] = int32_t(j);
+  }
   size_t k = 0;
   try {
     for (; k < work.size(); ++k) {
+      if (fuse) {
+        size_t end = run_fused_from(work, block, k, last_use);
+        if (end > k) {
+          k = end - 1;
+          continue;
+        }
+      }
       Entry& e = work[k];
       std::vector<Tensor> in(e.inputs.size());
       for (size_t i = 0; i < in.size(); ++i) {

@@ -1,6 +1,7 @@
 // Lazy mode (the LazyTensor baseline): op calls are recorded into a pending graph and return
-// placeholders; a barrier (a fetch, or the step's end) compiles the pending graph — looked up by
-// a canonical hash in a cache of compiled blocks — and runs it synchronously.
+// placeholders; a barrier (a fetch, or the step's end) runs the pending graph synchronously: its
+// input wiring is looked up by a canonical hash in a cache of blocks, and runs of elementwise
+// ops become fused kernels (compile/fused_elementwise.h) whose intermediates nobody holds.
 #pragma once
 #include <memory>
 #include <unordered_map>
@@ -37,11 +38,14 @@ class LazyExec : public Executor {
     std::vector<Ref> refs;
     PhiloxKey rng;
     std::shared_ptr<ValueCell> cell;
+    TensorMeta out;  // output 0 as inferred at the call (what a fused kernel allocates)
   };
   struct Block {  // a compiled pending graph: ops in order with resolved input slots
     std::vector<std::vector<Ref>> refs;
   };
   static uint64_t canonical_hash(const std::vector<Entry>& entries);
+  // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
+  size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const std::vector<int32_t>& last_use);
 
   Stats& stats_;
   std::vector<Entry> pending_;

@@ -23,6 +23,7 @@ void GraphRunner::run_span(const std::vector<graph::Item>& block, FusionSpan& sp
     sp.rec.resize(sp.end - sp.begin);
     for (uint32_t k = sp.begin; k < sp.end; ++k) run_op(block[k].op, &sp.rec[k - sp.begin]);
     compile::plan_segments(block, sp, readers_);
+    explain_span(block, sp);
     return;
   }
   for (FusedSegment& seg : sp.segs) {
@@ -38,6 +39,43 @@ bool GraphRunner::may_begin(const graph::OpNode& op, uint64_t p) const {
   if (st_->abort_at.load(std::memory_order_seq_cst) <= p) return true;  // begin_op raises the abort
   if (op.wait_validated && st_->host_pos.load(std::memory_order_seq_cst) <= p) return false;
   return !op.needs_message || !ch_.empty();
+}
+
+void GraphRunner::explain_span(const std::vector<graph::Item>& block, const FusionSpan& sp) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    dir = explain_dir_;
+  }
+  if (dir.empty()) return;
+  size_t kernels = 0;
+  std::string text = "fusion plan (graph " + std::to_string(g_->uid) + ", block ops " + std::to_string(sp.begin) + ".." +
+                     std::to_string(sp.end - 1) + "):";
+  for (const FusedSegment& seg : sp.segs) {
+    kernels++;
+    if (!seg.fused) {
+      text += "\n  unfused " + std::string(block[seg.begin].op.op->name) + " (node " +
+              std::to_string(block[seg.begin].op.node) + ")";
+      continue;
+    }
+    size_t scratch = 0, written = 0;
+    for (size_t j = 0; j < seg.out_slot.size(); ++j) {
+      const bool own = !(block[seg.begin + j].op.op->has(kInplace));
+      if (own && seg.read_outside[j]) written++;
+      else if (own) scratch++;
+    }
+    text += "\n  " + seg.kernel.describe() + "  [" + std::to_string(seg.end - seg.begin) + " ops -> 1 kernel; " +
+            std::to_string(written) + " outputs written out, " + std::to_string(scratch) +
+            " kept in tiles unless the host holds them (" +
+            std::to_string(scratch * size_t(seg.kernel.numel) * itemsize(seg.kernel.slot_dtype.back())) +
+            " bytes not allocated per run)]";
+  }
+  text += "\n  kernels: " + std::to_string(sp.end - sp.begin) + " before, " + std::to_string(kernels) + " after";
+  std::fprintf(stderr, "[terra explain] %s\n", text.c_str());
+  if (FILE* f = std::fopen((dir + "/fusion.txt").c_str(), "a")) {
+    std::fprintf(f, "%s\n", text.c_str());
+    std::fclose(f);
+  }
 }
 
 void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count) {

@@ -1,0 +1,111 @@
+// Lazy mode's use of the elementwise-fusion pass: at a barrier, a run of consecutive fusible
+// entries over one element count becomes one FusedKernel. The barrier knows exactly who can still
+// read a value — a later entry of the batch, or a placeholder the program holds (the cell's other
+// owners) — so everything else stays inside tiles and is never allocated.
+#include "terra/compile/fused_elementwise.h"
+#include "terra/runtime/lazy.h"
+
+namespace terra::runtime {
+namespace {
+
+int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+}  // namespace
+
+size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, size_t k,
+                                const std::vector<int32_t>& last_use) {
+  auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out.dtype); };
+  if (k + 1 >= work.size() || !fusible(work[k]) || !fusible(work[k + 1])) return k;
+  const int64_t n = count(work[k].out.shape);
+  if (n <= 0) return k;
+  // The entries that can join, with their outside inputs resolved (already computed: earlier
+  // entries or host tensors; a value of an earlier batch still pending ends the run).
+  std::vector<std::vector<Tensor>> ext;
+  size_t m = k;
+  for (; m < work.size(); ++m) {
+    const Entry& e = work[m];
+    if (!fusible(e) || count(e.out.shape) != n) break;
+    bool ok = true;
+    std::vector<Tensor>& x = ext.emplace_back();
+    x.resize(e.inputs.size());
+    for (size_t i = 0; ok && i < e.inputs.size(); ++i) {
+      const Ref& r = block.refs[m][i];
+      if (r.entry >= int32_t(k) && r.entry < int32_t(m)) continue;  // computed inside the run
+      const Tensor& t = r.entry >= 0 ? work[size_t(r.entry)].cell->values.at(r.out) : e.inputs[i];
+      const TensorImpl& ti = *t.impl();
+      if (ti.pending && !ti.has_data()) ok = false;
+      else if (!(ti.numel == 1 || (ti.numel == n && ti.is_contiguous()))) ok = false;
+      else if (e.op->has(kInplace) && i == 0 && ti.numel != n) ok = false;
+      x[i] = t;
+    }
+    if (!ok) {
+      ext.pop_back();
+      break;
+    }
+  }
+  if (m - k < 2) return k;
+
+  compile::FusedKernel kern;
+  kern.numel = n;
+  std::vector<Tensor> slots;
+  std::vector<uint32_t> out_slot(m - k);
+  std::vector<uint8_t> keep;
+  auto new_slot = [&](DType d, Tensor t) {
+    kern.slot_dtype.push_back(d);
+    slots.push_back(std::move(t));
+    keep.push_back(0);
+    return uint32_t(slots.size() - 1);
+  };
+  std::vector<uint32_t> targets;  // outside tensors written in place
+  for (size_t j = k; j < m; ++j) {
+    const Entry& e = work[j];
+    compile::FusedOp fo{e.op, &e.attrs, {}, 0};
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Ref& r = block.refs[j][i];
+      const bool inside = r.entry >= int32_t(k) && r.entry < int32_t(j);
+      fo.in.push_back(inside ? out_slot[size_t(r.entry) - k] : new_slot(ext[j - k][i].dtype(), ext[j - k][i]));
+    }
+    if (e.op->has(kInplace)) {
+      fo.out = fo.in[0];
+      if (slots[fo.out].defined()) targets.push_back(fo.out);
+    } else {
+      fo.out = new_slot(e.out.dtype, Tensor());
+    }
+    out_slot[j - k] = fo.out;
+    kern.ops.push_back(std::move(fo));
+  }
+  // An in-place write must not overlap another operand at a different offset (a tile would read
+  // elements the unfused op had already overwritten).
+  for (uint32_t t : targets)
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (s == t || !slots[s].defined()) continue;
+      const TensorImpl& a = *slots[t].impl();
+      const TensorImpl& b = *slots[s].impl();
+      if (a.storage == b.storage && (b.numel != n || a.offset != b.offset)) return k;
+    }
+  for (size_t j = k; j < m; ++j)
+    if (work[j].cell.use_count() > 1 || last_use[j] >= int32_t(m)) keep[out_slot[j - k]] = 1;
+  try {
+    for (size_t j = k; j < m; ++j) {
+      const uint32_t s = out_slot[j - k];
+      if (keep[s] && !slots[s].defined()) slots[s] = empty(work[j].out.shape, work[j].out.dtype, work[j].op->name);
+    }
+  } catch (...) {
+    return k;  // unfused, the entry that cannot allocate raises it at its own position
+  }
+  compile::run_fused(kern, slots);
+  for (size_t j = k; j < m; ++j) {
+    const Tensor& v = slots[out_slot[j - k]];
+    work[j].cell->values.clear();
+    if (v.defined()) work[j].cell->values.push_back(v);
+  }
+  stats_.fused_kernels++;
+  stats_.fused_ops += int64_t(m - k);
+  return m;
+}
+
+}  // namespace terra::runtime
