@@ -89,6 +89,32 @@ TEST(Fusion, ChainsAndUpdatesAreBitIdenticalToEager) {
   }
 }
 
+// A value only the host holds — read by nothing else in its step, fed into the next step — is
+// written out by the fused kernel (the runner sees the placeholder alive), never left in a tile.
+TEST(Fusion, ValuesTheHostKeepsAcrossStepsAreWrittenOut) {
+  auto prog = [](Engine& engine, const Obs& observe) {
+    Tensor w = randn({300, 41});
+    Tensor carry = zeros({300, 41});
+    for (int s = 0; s < 10; ++s) {
+      Step st = engine.step();
+      Tensor u = tanh(w * 0.5 + carry);
+      Tensor v = u * 3.0 + 1.0;  // u's only reader in the graph is inside the segment
+      observe(v.sum());
+      carry = u;                  // the next step reads it as a feed
+      NoGradGuard ng;
+      add_inplace(w, v * 0.001);
+    }
+    observe(carry);
+    observe(w);
+  };
+  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
+    Observed eager = run_in_mode(Mode::Eager, prog, 11);
+    Observed other = run_in_mode(m, prog, 11);
+    expect_same(eager, other, mode_name(m));
+    EXPECT_GT(other.stats.fused_kernels, 0) << mode_name(m);
+  }
+}
+
 // The host takes another path in the middle of a fused update chain: the ops it validated before
 // the new one still run (unfused), and the next steps fuse again.
 TEST(Fusion, FallbackInsideASegmentKeepsTheValidatedPrefix) {
