@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "terra/backend/cpu/parallel.h"
+#include "terra/compile/pattern_kernels.h"
 
 namespace terra::compile {
 
@@ -28,14 +29,20 @@ bool fusible_elementwise(const OpDef& op, DType dtype) {
   return !op.check_values || is_floating(dtype);
 }
 
-std::string FusedKernel::describe() const {
-  std::string s = "fused[" + std::to_string(numel) + "]:";
+std::string FusedKernel::signature() const {
+  std::string s;
   for (const FusedOp& o : ops) {
-    s += " %" + std::to_string(o.out) + "=" + o.op->name + "(";
+    s += (s.empty() ? "%" : " %") + std::to_string(o.out) + "=" + o.op->name + "(";
     for (size_t i = 0; i < o.in.size(); ++i) s += (i ? ",%" : "%") + std::to_string(o.in[i]);
     s += ")";
   }
   return s;
+}
+
+void FusedKernel::finish() { pattern = find_pattern(*this); }
+
+std::string FusedKernel::describe() const {
+  return "fused[" + std::to_string(numel) + "]: " + signature() + (pattern ? std::string(" <") + pattern->name + ">" : "");
 }
 
 namespace {
@@ -96,6 +103,10 @@ struct TileViews {
 void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
   for (const Tensor& t : slots)
     if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them
+  if (k.pattern && pattern_applies(*k.pattern, k, slots)) {
+    cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) { k.pattern->fn(slots, b, e); });
+    return;
+  }
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
     TileViews tv(k, slots);
     for (int64_t t = b; t < e; t += kFusedTile) {

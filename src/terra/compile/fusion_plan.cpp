@@ -105,9 +105,34 @@ void finalize(const std::vector<graph::Item>& block, const FusionSpan& sp, const
     }
     seg.read_outside[j] = outside;
   }
+  k.finish();
+  seg.rebindable = true;
+  const Shape& s = seg.out_meta[0].shape;
+  for (const TensorMeta& m : seg.out_meta) seg.rebindable &= m.shape == s;
+  for (const FusedSegment::Ext& e : seg.ext) seg.rebindable &= e.scalar || e.shape == s;
 }
 
 }  // namespace
+
+bool FusedSegment::rebind(const std::vector<const TensorImpl*>& t) {
+  if (!rebindable || t.size() != ext.size()) return false;
+  const Shape* s = nullptr;
+  for (size_t i = 0; i < ext.size(); ++i) {
+    if (t[i]->dtype != ext[i].dtype) return false;
+    if (ext[i].scalar) {
+      if (t[i]->numel != 1) return false;
+      continue;
+    }
+    if (!t[i]->is_contiguous() || (s && t[i]->shape != *s)) return false;
+    s = &t[i]->shape;
+  }
+  if (!s || count(*s) <= 1) return false;  // one element: scalars and full operands would look alike
+  for (Ext& e : ext)
+    if (!e.scalar) e.shape = *s;
+  for (TensorMeta& m : out_meta) m.shape = *s;
+  kernel.numel = count(*s);
+  return true;
+}
 
 void Readers::build(const graph::SymbolicGraph& g) {
   of.assign(g.max_age.size(), {});
@@ -128,9 +153,10 @@ BlockPlan plan_block(const std::vector<graph::Item>& block) {
     }
     uint32_t e = k;
     while (e < n && ok(e)) ++e;
-    if (e - k >= 2) p.spans.push_back(FusionSpan{k, e, false, {}, {}});
+    if (e - k >= 2) p.spans.push_back(FusionSpan{k, e, false, {}, {}, {}});
     k = e;
   }
+  p.variants.resize(p.spans.size());
   return p;
 }
 

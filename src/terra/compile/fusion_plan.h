@@ -47,17 +47,28 @@ struct FusedSegment {
   std::vector<TensorMeta> out_meta;   // per op
   std::vector<uint8_t> read_outside;  // per op: its output is read after the segment (or fetched)
   std::vector<uint8_t> writes_ext;    // per op: writes an outside tensor in place
+  // Every full-size operand and output has one shape: the same segment runs on another shape
+  // (a loop over parameters of several shapes) after rebind().
+  bool rebindable = false;
+  // Adopts the shapes of `ext_tensors` (per Ext, in order) if they keep the segment's structure:
+  // same dtypes, scalars still scalars, every full-size operand contiguous with one common shape.
+  bool rebind(const std::vector<const TensorImpl*>& ext_tensors);
 };
 
 struct FusionSpan {
   uint32_t begin = 0, end = 0;  // item indices: consecutive ops of fusible kinds
   bool planned = false;         // segments valid; false: the next run executes op by op and records
+  std::vector<TensorMeta> key;  // the first op's input shapes this plan was recorded for
   std::vector<OpRecord> rec;
   std::vector<FusedSegment> segs;
 };
 
 struct BlockPlan {
   std::vector<FusionSpan> spans;  // ordered by begin
+  // Per span: plans recorded for different first-op input shapes (a loop body over parameters
+  // of several shapes runs the same block with each). At most kMaxVariants; more run unfused.
+  std::vector<std::vector<FusionSpan>> variants;
+  static constexpr size_t kMaxVariants = 8;
 };
 
 // The static part: spans of two or more consecutive fusible ops.

@@ -230,9 +230,9 @@ void GraphRunner::run_block(const std::vector<graph::Item>& block) {
   size_t next_span = 0;
   for (size_t k = 0; k < block.size();) {
     if (plan && next_span < plan->spans.size() && plan->spans[next_span].begin == k) {
-      FusionSpan& sp = plan->spans[next_span++];
-      run_span(block, sp);
-      k = sp.end;
+      const size_t s = next_span++;
+      run_span(block, *plan, s);
+      k = plan->spans[s].end;
       continue;
     }
     const graph::Item& it = block[k++];
@@ -293,6 +293,11 @@ void GraphRunner::run_op(const graph::OpNode& op, OpRecord* rec) {
   read_inputs(op, v, in, nullptr);
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   if (v) ch_.pop();
+  run_read_op(op, rng, rec);
+}
+
+void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* rec) {
+  std::vector<Tensor>& in = node_in_[op.node];
   cur_node_ = op.node;
   // A regenerated graph keeps every node id's op and attributes (TraceGraph nodes never change),
   // so cached metas stay valid; new nodes get empty entries.

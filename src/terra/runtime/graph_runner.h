@@ -60,6 +60,8 @@ class GraphRunner {
   void run_region(const graph::Region& r);
   void run_block(const std::vector<graph::Item>& block);
   void run_op(const graph::OpNode& op, OpRecord* rec = nullptr);
+  // run_op after its inputs were read into node_in_ (and its message popped).
+  void run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* rec = nullptr);
   // The pieces of run_op. begin_op: waits until the op at position `p` may run (aborts, in-place
   // validation) and returns its message (null when it needs none; the caller pops it).
   Message* begin_op(const graph::OpNode& op, uint64_t p);
@@ -69,8 +71,10 @@ class GraphRunner {
   void finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
   // Fused groups (runner_fusion.cpp).
   BlockPlan& plan_of(const std::vector<graph::Item>& block);
-  void run_span(const std::vector<graph::Item>& block, FusionSpan& sp);
-  void run_segment(const std::vector<graph::Item>& block, FusionSpan& sp, FusedSegment& seg);
+  void run_span(const std::vector<graph::Item>& block, BlockPlan& plan, size_t span);
+  // `first_read`: the segment's first op already has its inputs (run_span read them to pick a plan).
+  // Returns false when the recorded shapes no longer hold (the ops ran unfused; drop the plan).
+  bool run_segment(const std::vector<graph::Item>& block, FusedSegment& seg, bool first_read);
   // Runs ops [seg.begin, seg.begin + count) one by one after their inputs were gathered.
   // Whether begin_op(op, p) would return without waiting for the host.
   bool may_begin(const graph::OpNode& op, uint64_t p) const;
@@ -115,6 +119,7 @@ class GraphRunner {
   Readers readers_;                                       // of the current graph (built with plans)
   std::vector<Tensor> slots_;                             // a fused segment's slot tensors (reused)
   std::vector<uint8_t> keep_;                             // per slot: written out (reused)
+  std::vector<const TensorImpl*> ext_impls_;              // a segment's outside inputs (reused)
   std::string explain_dir_;                               // guarded by mu_
   void explain_span(const std::vector<graph::Item>& block, const FusionSpan& sp);
 

@@ -45,6 +45,7 @@ class LazyExec : public Executor {
   };
   static uint64_t canonical_hash(const std::vector<Entry>& entries);
   // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
+  static bool held_outside(const std::vector<Entry>& work, const Block& block, size_t j);
   size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const std::vector<int32_t>& last_use);
 
   Stats& stats_;

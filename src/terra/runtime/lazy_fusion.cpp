@@ -16,6 +16,22 @@ int64_t count(const Shape& s) {
 
 }  // namespace
 
+// Whether anything but this batch's own entries holds entry j's placeholder (the program, or
+// autograd saving it for backward): then its value must exist after the barrier. Later entries
+// hold the placeholder tensor as an input, and the placeholder holds the cell, so both counts
+// are compared with what the batch itself accounts for.
+bool LazyExec::held_outside(const std::vector<Entry>& work, const Block& block, size_t j) {
+  const Tensor* ph = nullptr;  // the placeholder, as a later entry holds it
+  for (size_t r = j + 1; r < work.size() && !ph; ++r)
+    for (size_t i = 0; i < block.refs[r].size(); ++i)
+      if (block.refs[r][i].entry == int32_t(j)) ph = &work[r].inputs[i];
+  if (!ph) return work[j].cell.use_count() > 1;  // no later entry reads it: only a placeholder holds the cell
+  long holders = 0;
+  for (size_t r = j + 1; r < work.size(); ++r)
+    for (const Tensor& t : work[r].inputs) holders += t.impl() == ph->impl() ? 1 : 0;
+  return ph->impl_ptr().use_count() > holders;
+}
+
 size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, size_t k,
                                 const std::vector<int32_t>& last_use) {
   auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out.dtype); };
@@ -78,6 +94,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
     out_slot[j - k] = fo.out;
     kern.ops.push_back(std::move(fo));
   }
+  kern.finish();
   // An in-place write must not overlap another operand at a different offset (a tile would read
   // elements the unfused op had already overwritten).
   for (uint32_t t : targets)
@@ -88,7 +105,8 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
       if (a.storage == b.storage && (b.numel != n || a.offset != b.offset)) return k;
     }
   for (size_t j = k; j < m; ++j)
-    if (work[j].cell.use_count() > 1 || last_use[j] >= int32_t(m)) keep[out_slot[j - k]] = 1;
+    if (!work[j].op->has(kInplace) && (last_use[j] >= int32_t(m) || held_outside(work, block, j)))
+      keep[out_slot[j - k]] = 1;
   try {
     for (size_t j = k; j < m; ++j) {
       const uint32_t s = out_slot[j - k];

@@ -18,20 +18,52 @@ BlockPlan& GraphRunner::plan_of(const std::vector<graph::Item>& block) {
   return plans_.emplace(&block, compile::plan_block(block)).first->second;
 }
 
-void GraphRunner::run_span(const std::vector<graph::Item>& block, FusionSpan& sp) {
-  if (!sp.planned) {  // op by op, recording the shapes the segments are cut by
-    sp.rec.resize(sp.end - sp.begin);
-    for (uint32_t k = sp.begin; k < sp.end; ++k) run_op(block[k].op, &sp.rec[k - sp.begin]);
-    compile::plan_segments(block, sp, readers_);
-    explain_span(block, sp);
+void GraphRunner::run_span(const std::vector<graph::Item>& block, BlockPlan& plan, size_t span) {
+  const FusionSpan& tmpl = plan.spans[span];
+  std::vector<FusionSpan>& variants = plan.variants[span];
+  // The first op's inputs pick the plan: every plan starts a segment there, so reading them now
+  // is what any of them would do first.
+  const graph::OpNode& op0 = block[tmpl.begin].op;
+  std::vector<Tensor>& in0 = node_in_[op0.node];
+  Message* v = begin_op(op0, pos_);
+  read_inputs(op0, v, in0, nullptr);
+  if (v) ch_.pop();
+  FusionSpan* sp = nullptr;
+  for (FusionSpan& c : variants) {
+    bool same = c.key.size() == in0.size();
+    for (size_t i = 0; same && i < in0.size(); ++i)
+      same = c.key[i].shape == in0[i].impl()->shape && c.key[i].dtype == in0[i].impl()->dtype;
+    if (same) sp = &c;
+  }
+  if (!sp) {  // op by op, recording the shapes the segments are cut by
+    if (variants.size() >= BlockPlan::kMaxVariants) {
+      run_read_op(op0, PhiloxKey{});
+      for (uint32_t k = tmpl.begin + 1; k < tmpl.end; ++k) run_op(block[k].op);
+      return;
+    }
+    FusionSpan rec = tmpl;
+    for (const Tensor& t : in0) rec.key.push_back({t.impl()->shape, t.impl()->dtype});
+    rec.rec.resize(rec.end - rec.begin);
+    run_read_op(op0, PhiloxKey{}, &rec.rec[0]);
+    for (uint32_t k = rec.begin + 1; k < rec.end; ++k) run_op(block[k].op, &rec.rec[k - rec.begin]);
+    compile::plan_segments(block, rec, readers_);
+    explain_span(block, rec);
+    variants.push_back(std::move(rec));
     return;
   }
-  for (FusedSegment& seg : sp.segs) {
+  for (FusedSegment& seg : sp->segs) {
+    const bool first = seg.begin == tmpl.begin;
     if (seg.fused) {
-      run_segment(block, sp, seg);
+      if (!run_segment(block, seg, first)) {
+        const uint32_t rest = seg.end, end = tmpl.end;
+        variants.erase(variants.begin() + (sp - variants.data()));  // recorded again next time
+        for (uint32_t k = rest; k < end; ++k) run_op(block[k].op);
+        return;
+      }
       continue;
     }
-    for (uint32_t k = seg.begin; k < seg.end; ++k) run_op(block[k].op);
+    if (first) run_read_op(op0, PhiloxKey{});
+    else run_op(block[seg.begin].op);
   }
 }
 
@@ -92,18 +124,19 @@ void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const Fuse
   }
 }
 
-void GraphRunner::run_segment(const std::vector<graph::Item>& block, FusionSpan& sp, FusedSegment& seg) {
+bool GraphRunner::run_segment(const std::vector<graph::Item>& block, FusedSegment& seg, bool first_read) {
   const uint32_t n = seg.end - seg.begin;
-  for (uint32_t j = 0; j < n; ++j) {
+  for (uint32_t j = first_read ? 1 : 0; j < n; ++j) {
     const graph::OpNode& op = block[seg.begin + j].op;
     // The host may be waiting for an op gathered here (a fetch waits for every op it validated):
     // rather than wait for the host while holding those, run them now and the rest one by one.
     if (j > 0 && !may_begin(op, pos_ + j)) {
       ch_.wait_until([&] { return may_begin(op, pos_ + j) || st_->host_waits_for.load() != ~0ull; });
       if (!may_begin(op, pos_ + j)) {
+        if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu the host waits: segment cut\n", (unsigned long long)(pos_ + j));
         run_gathered(block, seg, j);
         for (uint32_t k = j; k < n; ++k) run_op(block[seg.begin + k].op);
-        return;
+        return true;
       }
     }
     try {
@@ -131,6 +164,11 @@ void GraphRunner::run_segment(const std::vector<graph::Item>& block, FusionSpan&
     ok = ok && ti.dtype == e.dtype && ti.shape == e.shape && (e.scalar || ti.is_contiguous());
     slots_[e.slot] = t;
   }
+  if (!ok) {  // another shape: the same segment over it, if its structure holds
+    ext_impls_.clear();
+    for (const FusedSegment::Ext& e : seg.ext) ext_impls_.push_back(slots_[e.slot].impl());
+    ok = seg.rebind(ext_impls_);
+  }
   for (uint32_t j = 0; ok && j < n; ++j) {
     if (!seg.writes_ext[j]) continue;
     const TensorImpl& target = *slots_[seg.out_slot[j]].impl();
@@ -153,10 +191,10 @@ void GraphRunner::run_segment(const std::vector<graph::Item>& block, FusionSpan&
     ok = false;  // unfused, the op that cannot allocate raises it at its own position
   }
   if (!ok) {
+    if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu segment no longer fits its plan: unfused\n", (unsigned long long)pos_);
     slots_.clear();
-    sp.planned = false;  // record again next time
     run_gathered(block, seg, n);
-    return;
+    return false;
   }
   cur_node_ = block[seg.begin].op.node;
   compile::run_fused(seg.kernel, slots_);
@@ -170,6 +208,7 @@ void GraphRunner::run_segment(const std::vector<graph::Item>& block, FusionSpan&
     finish_op(op, node_in_[op.node], outs);
   }
   slots_.clear();
+  return true;
 }
 
 }  // namespace terra::runtime
