@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -88,14 +89,19 @@ struct Operand {
   Tensor keep;  // the contiguous copy, when the input's strides fit no sgemm layout
 };
 
-Operand operand(const Tensor& t, const Shape& batch, bool for_gemm) {
+// What a kernel needs of an input's last two dims: any strides, a layout sgemm reads, or rows
+// with unit stride (read element by element along a row).
+enum class Need { Strided, Gemm, Rows };
+
+Operand operand(const Tensor& t, const Shape& batch, Need need) {
   Operand o;
   Tensor src = t;
   const int64_t r = t.dim(), rows = t.shape()[size_t(r - 2)], cols = t.shape()[size_t(r - 1)];
+  const int64_t rs = t.strides()[size_t(r - 2)], cs = t.strides()[size_t(r - 1)];
   char tr;
   int64_t ld;
-  if (for_gemm && !sgemm_layout(rows, cols, t.strides()[size_t(r - 2)], t.strides()[size_t(r - 1)], tr, ld))
-    src = o.keep = cpu::contiguous_raw(t);
+  const bool ok = need == Need::Strided || (sgemm_layout(rows, cols, rs, cs, tr, ld) && (need == Need::Gemm || tr == 'N'));
+  if (!ok) src = o.keep = cpu::contiguous_raw(t);
   TensorImpl& impl = *src.impl();
   o.base = static_cast<const char*>(impl.data());
   o.rs = impl.strides[size_t(r - 2)];
@@ -122,44 +128,65 @@ View<T> view(const Operand& o, const Shape& batch, int64_t b, int64_t row0 = 0) 
   return {reinterpret_cast<const T*>(o.base) + batch_offset(o, batch, b) + row0 * o.rs, o.rs, o.cs};
 }
 
-// Reductions in eight lanes combined in a fixed order: they vectorize without reassociating,
-// and the result depends only on n.
+// Row reductions in one 32-byte vector of lanes (GCC vector extensions: the loop vectorizer will
+// not reorder a float max or sum by itself), lanes combined in a fixed order: the result is a
+// fixed function of the row, whatever thread runs it.
 template <class T>
-T lanes_max(const T* x, int64_t n) {
-  T l[8];
-  std::fill_n(l, 8, -std::numeric_limits<T>::infinity());
+struct Lanes {
+  typedef T vec __attribute__((vector_size(32)));
+  static constexpr int64_t n = 32 / sizeof(T);
+  static vec load(const T* p) {
+    vec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static T sum(vec v) {
+    T s[n];
+    std::memcpy(s, &v, sizeof v);
+    for (int64_t w = n / 2; w > 0; w /= 2)
+      for (int64_t u = 0; u < w; ++u) s[u] += s[u + w];
+    return s[0];
+  }
+};
+
+// max(x[0, n)); NaNs are skipped (the exp pass turns them into a NaN row, as softmax does).
+template <class T>
+T row_max(const T* x, int64_t n) {
+  using L = Lanes<T>;
+  typename L::vec acc = typename L::vec{} - std::numeric_limits<T>::infinity();
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int u = 0; u < 8; ++u) l[u] = std::max(l[u], x[j + u]);
-  for (; j < n; ++j) l[0] = std::max(l[0], x[j]);
-  return std::max(std::max(std::max(l[0], l[1]), std::max(l[2], l[3])), std::max(std::max(l[4], l[5]), std::max(l[6], l[7])));
+  for (; j + L::n <= n; j += L::n) {
+    typename L::vec v = L::load(x + j);
+    acc = acc < v ? v : acc;
+  }
+  T m = -std::numeric_limits<T>::infinity();
+  if (j > 0)
+    for (int64_t u = 0; u < L::n; ++u) m = std::max(m, T(acc[u]));
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  return m;
 }
+
+// sum(a[j] * b[j]) or, with b == nullptr, sum(a[j]).
 template <class T>
-T lanes_sum(const T (&l)[8]) {
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+T row_dot(const T* a, const T* b, int64_t n) {
+  using L = Lanes<T>;
+  typename L::vec acc{};
+  int64_t j = 0;
+  for (; j + L::n <= n; j += L::n) acc += b ? L::load(a + j) * L::load(b + j) : L::load(a + j);
+  T s = L::sum(acc);
+  for (; j < n; ++j) s += b ? a[j] * b[j] : a[j];
+  return s;
 }
 
 // x[0, n) <- softmax(x[0, n)). Returns false, leaving x as it is, when every score is -inf (all
 // keys masked): the caller makes that row NaN, as softmax of an all -inf row is (torch too).
 template <class T>
 bool softmax_row(T* x, int64_t n) {
-  const T m = lanes_max(x, n);
+  const T m = row_max(x, n);
   if (m == -std::numeric_limits<T>::infinity()) return false;
-  T l[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int u = 0; u < 8; ++u) {
-      T e = cpu::any_exp(T(x[j + u] - m));
-      x[j + u] = e;
-      l[u] += e;
-    }
-  for (; j < n; ++j) {
-    T e = cpu::any_exp(T(x[j] - m));
-    x[j] = e;
-    l[0] += e;
-  }
-  const T inv = T(1) / lanes_sum(l);
-  for (j = 0; j < n; ++j) x[j] *= inv;
+  for (int64_t j = 0; j < n; ++j) x[j] = cpu::any_exp(T(x[j] - m));  // a plain loop: vexp vectorizes
+  const T inv = T(1) / row_dot<T>(x, nullptr, n);
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
   return true;
 }
 
@@ -173,7 +200,8 @@ void forward(const KernelArgs& a) {
   const int64_t nb = numel_of(batch), Sq = os[os.size() - 2], Dv = os.back();
   const int64_t Sk = k.shape()[size_t(k.dim() - 2)], D = q.shape().back();
   if (nb * Sq == 0) return;
-  const Operand oq = operand(q, batch, true), ok = operand(k, batch, true), ov = operand(v, batch, true);
+  const Operand oq = operand(q, batch, Need::Gemm), ok = operand(k, batch, Need::Gemm),
+                ov = operand(v, batch, Need::Gemm);
   Operand om;
   Shape mst;  // the mask's strides over [batch..., Sq, Sk]
   if (has_mask) {
@@ -212,13 +240,24 @@ void forward(const KernelArgs& a) {
         const int64_t len = causal ? std::min(Sk, i0 + r + 1) : Sk;
         if (has_mask) {
           const int64_t base = moff + (i0 + r) * om.rs;
+          const int64_t cs = om.cs;  // 1 or 0 in practice: branch-free loops that vectorize
           if (bool_mask) {
-            const bool* pm = reinterpret_cast<const bool*>(om.base) + base;
-            for (int64_t j = 0; j < len; ++j)
-              if (pm[j * om.cs]) x[j] = -std::numeric_limits<T>::infinity();
+            // Read as bytes: GCC vectorizes a select on uint8_t != 0, not on a bool load.
+            const uint8_t* pm = reinterpret_cast<const uint8_t*>(om.base) + base;
+            const T ninf = -std::numeric_limits<T>::infinity();
+            if (cs == 1)
+              for (int64_t j = 0; j < len; ++j) {
+                const T v = x[j];
+                x[j] = pm[j] != 0 ? ninf : v;
+              }
+            else
+              for (int64_t j = 0; j < len; ++j) x[j] = pm[j * cs] != 0 ? ninf : x[j];
           } else {
             const T* pm = reinterpret_cast<const T*>(om.base) + base;
-            for (int64_t j = 0; j < len; ++j) x[j] += pm[j * om.cs];
+            if (cs == 1)
+              for (int64_t j = 0; j < len; ++j) x[j] += pm[j];
+            else
+              for (int64_t j = 0; j < len; ++j) x[j] += pm[j * cs];
           }
         }
         // Weights past `len` (causally masked) are 0; a fully masked row is NaN throughout.
@@ -239,9 +278,9 @@ void backward(const KernelArgs& a) {
   const int64_t nb = numel_of(batch), Sq = qs[qs.size() - 2], D = qs.back();
   const int64_t Sk = a.out[1].shape()[batch.size()], Dv = a.out[2].shape().back();
   if (nb == 0) return;
-  const Operand og = operand(a.in[0], batch, true), oq = operand(a.in[1], batch, true),
-                ok = operand(a.in[2], batch, true), ov = operand(a.in[3], batch, true),
-                ow = operand(a.in[4], batch, true);
+  const Operand og = operand(a.in[0], batch, Need::Gemm), oq = operand(a.in[1], batch, Need::Gemm),
+                ok = operand(a.in[2], batch, Need::Gemm), ov = operand(a.in[3], batch, Need::Gemm),
+                ow = operand(a.in[4], batch, Need::Rows);
   T* pdq = a.out[0].impl()->template data_as<T>();
   T* pdk = a.out[1].impl()->template data_as<T>();
   T* pdv = a.out[2].impl()->template data_as<T>();
@@ -265,13 +304,8 @@ void backward(const KernelArgs& a) {
       for (int64_t i = 0; i < Sq; ++i) {
         const T* p = P.p + i * P.rs;
         T* d = dS + i * Sk;
-        T l[8] = {};
-        int64_t j = 0;
-        for (; j + 8 <= Sk; j += 8)
-          for (int u = 0; u < 8; ++u) l[u] += p[(j + u) * P.cs] * d[j + u];
-        for (; j < Sk; ++j) l[0] += p[j * P.cs] * d[j];
-        const T dot = lanes_sum(l);
-        for (j = 0; j < Sk; ++j) d[j] = p[j * P.cs] * (d[j] - dot);
+        const T dot = row_dot(p, static_cast<const T*>(d), Sk);
+        for (int64_t j = 0; j < Sk; ++j) d[j] = p[j] * (d[j] - dot);
       }
       // The scores were scale * q k^T: dQ = scale dS K, dK = scale dS^T Q.
       gemm(Sq, D, Sk, scale, View<T>{dS, Sk, 1}, view<T>(ok, batch, b), pdq + b * Sq * D, D);
