@@ -228,7 +228,7 @@ TERRA_OP_CASES(attention) {
                   Tensor s = matmul(x[0], x[1].transpose(-2, -1)) * scale;
                   s = masked_fill(s, logical_or(x[3], gt(arange(5).unsqueeze(0), arange(3).unsqueeze(1))), -INFINITY);
                   Tensor w = softmax(s, -1);
-                  return scaled_dot_product_attention_backward(x[4], x[0], x[1], x[2], w, scale, false)[size_t(which)]; },
+                  return scaled_dot_product_attention_backward(x[4], x[0], x[1], x[2], w, x[3], true, scale, false)[size_t(which)]; },
                 .reference = [a, which, f32](const std::vector<V>& v) {
                   std::vector<V> x = v;
                   if (f32)

@@ -10,8 +10,8 @@ namespace terra::kernels {
 // out: o [..., Sq, Dv], weights [..., Sq, Sk] (or [0] when not save_weights).
 // Attrs: scale, is_causal, save_weights.
 void scaled_dot_product_attention(const KernelArgs& k);
-// in: grad_o, q, k, v, weights   out: dq, dk, dv, [d scores [..., Sq, Sk] when scores_grad].
-// Attrs: scale, scores_grad.
+// in: grad_o, q, k, v, weights, [bool mask]   out: dq, dk, dv, [d scores [..., Sq, Sk] when
+// scores_grad]. Attrs: scale, is_causal, scores_grad. Masked scores get a zero gradient.
 void scaled_dot_product_attention_backward(const KernelArgs& k);
 
 }  // namespace terra::kernels

@@ -64,6 +64,24 @@ Shape with(Shape batch, int64_t a, int64_t b) {
   return batch;
 }
 
+// A mask must be bool (or, when `additive`, q's floating dtype) and broadcast to `scores`.
+void check_mask(const char* op, std::span<const Tensor> in, const char* const* names, const Tensor& m, DType qt,
+                const Shape& scores, bool additive) {
+  const std::string ctx = operands(in, names);
+  if (m.dtype() != DType::Bool && (!additive || m.dtype() != qt))
+    throw std::invalid_argument(std::string("[") + op + "] attn_mask must be bool" +
+                                (additive ? std::string(" or ") + dtype_name(qt) + " like q" : std::string()) +
+                                ", got " + dtype_name(m.dtype()) + ctx);
+  bool ok = m.dim() <= int64_t(scores.size());
+  for (int64_t d = 0; ok && d < m.dim(); ++d) {
+    int64_t n = m.shape()[size_t(d)], want = scores[size_t(int64_t(scores.size()) - m.dim() + d)];
+    ok = n == want || n == 1;
+  }
+  if (!ok)
+    throw std::invalid_argument(std::string("[") + op + "] attn_mask does not broadcast to the scores' shape " +
+                                shape_str(scores) + ctx);
+}
+
 // ---------------------------------------------------------------- forward
 std::vector<TensorMeta> infer_sdpa(std::span<const Tensor> in, const Attrs& a) {
   static const char* const names[] = {"q", "k", "v", "attn_mask"};
@@ -72,21 +90,7 @@ std::vector<TensorMeta> infer_sdpa(std::span<const Tensor> in, const Attrs& a) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   const int64_t Sq = q.shape()[size_t(q.dim() - 2)], Sk = k.shape()[size_t(k.dim() - 2)], Dv = v.shape().back();
   const Shape scores = with(batch, Sq, Sk);
-  if (in.size() == 4) {
-    const Tensor& m = in[3];
-    const std::string ctx = operands(in, names);
-    if (m.dtype() != DType::Bool && m.dtype() != q.dtype())
-      throw std::invalid_argument(std::string("[") + kFwd + "] attn_mask must be bool or " + dtype_name(q.dtype()) +
-                                  " like q, got " + dtype_name(m.dtype()) + ctx);
-    bool ok = m.dim() <= int64_t(scores.size());
-    for (int64_t d = 0; ok && d < m.dim(); ++d) {
-      int64_t n = m.shape()[size_t(d)], want = scores[size_t(int64_t(scores.size()) - m.dim() + d)];
-      ok = n == want || n == 1;
-    }
-    if (!ok)
-      throw std::invalid_argument(std::string("[") + kFwd + "] attn_mask does not broadcast to the scores' shape " +
-                                  shape_str(scores) + ctx);
-  }
+  if (in.size() == 4) check_mask(kFwd, in, names, in[3], q.dtype(), scores, true);
   const bool save = a.b("save_weights");
   return {{with(batch, Sq, Dv), q.dtype()}, {save ? scores : Shape{0}, q.dtype()}};
 }
@@ -96,7 +100,10 @@ std::vector<Tensor> grad_sdpa(const GradArgs& g) {
   const bool has_mask = g.in.size() == 4, scores_grad = g.attrs.b("scores_grad");
   if (g.out[1].dim() != g.out[0].dim())  // [0]: the call decided no gradient was needed
     throw std::runtime_error("[scaled_dot_product_attention] internal: weights were not saved for the gradient");
+  // A bool mask goes to the backward: no gradient reaches a masked score (as masked_fill's).
+  const Tensor bool_mask = has_mask && g.in[3].dtype() == DType::Bool ? g.in[3] : Tensor();
   std::vector<Tensor> r = scaled_dot_product_attention_backward(g.grad_out[0], g.in[0], g.in[1], g.in[2], g.out[1],
+                                                                bool_mask, g.attrs.b("is_causal"),
                                                                 g.attrs.f("scale"), scores_grad);
   // Broadcast operands get their gradients summed back to their own shapes.
   std::vector<Tensor> out;
@@ -107,8 +114,8 @@ std::vector<Tensor> grad_sdpa(const GradArgs& g) {
 
 // ---------------------------------------------------------------- backward
 std::vector<TensorMeta> infer_sdpa_backward(std::span<const Tensor> in, const Attrs& a) {
-  static const char* const names[] = {"grad_out", "q", "k", "v", "weights"};
-  if (in.size() != 5) throw std::invalid_argument("[scaled_dot_product_attention_backward] internal: wrong number of inputs");
+  static const char* const names[] = {"grad_out", "q", "k", "v", "weights", "attn_mask"};
+  if (in.size() != 5 && in.size() != 6) throw std::invalid_argument("[scaled_dot_product_attention_backward] internal: wrong number of inputs");
   Shape batch = check_qkv(kBwd, in, names, 1);
   const Tensor &go = in[0], &q = in[1], &k = in[2], &v = in[3], &w = in[4];
   const int64_t Sq = q.shape()[size_t(q.dim() - 2)], Sk = k.shape()[size_t(k.dim() - 2)];
@@ -120,6 +127,7 @@ std::vector<TensorMeta> infer_sdpa_backward(std::span<const Tensor> in, const At
   if (w.shape() != with(batch, Sq, Sk) || w.dtype() != q.dtype())
     throw std::invalid_argument(std::string("[") + kBwd + "] weights must be " + dtype_name(q.dtype()) + " " +
                                 shape_str(with(batch, Sq, Sk)) + ctx);
+  if (in.size() == 6) check_mask(kBwd, in, names, in[5], q.dtype(), with(batch, Sq, Sk), false);
   std::vector<TensorMeta> out{{with(batch, Sq, D), q.dtype()}, {with(batch, Sk, D), q.dtype()},
                               {with(batch, Sk, Dv), q.dtype()}};
   if (a.b("scores_grad")) out.push_back({with(batch, Sq, Sk), q.dtype()});
@@ -159,9 +167,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                                                          const Tensor& v, const Tensor& weights, double scale,
-                                                          bool scores_grad) {
-  return dispatch(kSdpaBackward, {grad_out, q, k, v, weights}, Attrs{{"scale", scale}, {"scores_grad", scores_grad}});
+                                                          const Tensor& v, const Tensor& weights, const Tensor& bool_mask,
+                                                          bool is_causal, double scale, bool scores_grad) {
+  std::vector<Tensor> in{grad_out, q, k, v, weights};
+  if (bool_mask.defined()) in.push_back(bool_mask);
+  return dispatch(kSdpaBackward, std::move(in),
+                  Attrs{{"scale", scale}, {"is_causal", is_causal}, {"scores_grad", scores_grad}});
 }
 
 }  // namespace terra

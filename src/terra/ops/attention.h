@@ -19,9 +19,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 // The backward op: from the output gradient, q, k, v and the saved softmax weights [..., Sq, Sk],
 // returns {dq, dk, dv} over the broadcast batch shape, plus d(scores) [..., Sq, Sk] when
-// `scores_grad` (the gradient of an additive mask before it is summed to the mask's shape).
+// `scores_grad` (the gradient of an additive mask before it is summed to the mask's shape). No
+// gradient reaches a score masked by `bool_mask` (optional) or by is_causal, as through
+// masked_fill: a fully masked row (NaN output) gets zero dq and adds nothing to dk (dv is NaN).
 std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                                                          const Tensor& v, const Tensor& weights, double scale,
-                                                          bool scores_grad);
+                                                          const Tensor& v, const Tensor& weights, const Tensor& bool_mask,
+                                                          bool is_causal, double scale, bool scores_grad);
 
 }  // namespace terra

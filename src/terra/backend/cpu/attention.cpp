@@ -113,6 +113,20 @@ Operand operand(const Tensor& t, const Shape& batch, Need need) {
   return o;
 }
 
+// A mask read element by element: its strides broadcast over [batch..., Sq, Sk].
+Operand mask_operand(const Tensor& m, const Shape& batch, int64_t Sq, int64_t Sk) {
+  Shape full = batch;
+  full.push_back(Sq);
+  full.push_back(Sk);
+  const Shape st = cpu::broadcast_strides(*m.impl(), full);
+  Operand o;
+  o.base = static_cast<const char*>(m.impl()->data());
+  o.bstride.assign(st.begin(), st.end() - 2);
+  o.rs = st[batch.size()];
+  o.cs = st[batch.size() + 1];
+  return o;
+}
+
 // Element offset of batch entry `b` (row-major over `batch`) in an operand.
 int64_t batch_offset(const Operand& o, const Shape& batch, int64_t b) {
   int64_t off = 0;
@@ -202,18 +216,7 @@ void forward(const KernelArgs& a) {
   if (nb * Sq == 0) return;
   const Operand oq = operand(q, batch, Need::Gemm), ok = operand(k, batch, Need::Gemm),
                 ov = operand(v, batch, Need::Gemm);
-  Operand om;
-  Shape mst;  // the mask's strides over [batch..., Sq, Sk]
-  if (has_mask) {
-    Shape full = batch;
-    full.push_back(Sq);
-    full.push_back(Sk);
-    mst = cpu::broadcast_strides(*a.in[3].impl(), full);
-    om.base = static_cast<const char*>(a.in[3].impl()->data());
-    om.bstride.assign(mst.begin(), mst.end() - 2);
-    om.rs = mst[batch.size()];
-    om.cs = mst[batch.size() + 1];
-  }
+  const Operand om = has_mask ? mask_operand(a.in[3], batch, Sq, Sk) : Operand{};
   const bool bool_mask = has_mask && a.in[3].dtype() == DType::Bool;
   T* po = a.out[0].impl()->template data_as<T>();
   T* pw = save ? a.out[1].impl()->template data_as<T>() : nullptr;
@@ -271,7 +274,7 @@ void forward(const KernelArgs& a) {
 
 template <class T>
 void backward(const KernelArgs& a) {
-  const bool scores_grad = a.attrs.b("scores_grad");
+  const bool scores_grad = a.attrs.b("scores_grad"), causal = a.attrs.b("is_causal"), has_mask = a.in.size() == 6;
   const T scale = T(a.attrs.f("scale"));
   const Shape& qs = a.out[0].shape();
   const Shape batch(qs.begin(), qs.end() - 2);
@@ -281,6 +284,7 @@ void backward(const KernelArgs& a) {
   const Operand og = operand(a.in[0], batch, Need::Gemm), oq = operand(a.in[1], batch, Need::Gemm),
                 ok = operand(a.in[2], batch, Need::Gemm), ov = operand(a.in[3], batch, Need::Gemm),
                 ow = operand(a.in[4], batch, Need::Rows);
+  const Operand om = has_mask ? mask_operand(a.in[5], batch, Sq, Sk) : Operand{};
   T* pdq = a.out[0].impl()->template data_as<T>();
   T* pdk = a.out[1].impl()->template data_as<T>();
   T* pdv = a.out[2].impl()->template data_as<T>();
@@ -300,12 +304,23 @@ void backward(const KernelArgs& a) {
       // dV = P^T dO; dP = dO V^T (in dS).
       gemm(Sk, Dv, Sq, T(1), P.t(), G, pdv + b * Sk * Dv, Dv);
       gemm(Sq, Sk, Dv, T(1), G, view<T>(ov, batch, b).t(), dS, Sk);
-      // Through the softmax: dS = P * (dP - sum_j P dP), row by row.
+      // Through the softmax: dS = P * (dP - sum_j P dP), row by row; 0 where a key was masked
+      // by the bool mask or causally (the gradient masked_fill would give, even in a NaN row).
+      const int64_t moff = has_mask ? batch_offset(om, batch, b) : 0;
       for (int64_t i = 0; i < Sq; ++i) {
         const T* p = P.p + i * P.rs;
         T* d = dS + i * Sk;
-        const T dot = row_dot(p, static_cast<const T*>(d), Sk);
-        for (int64_t j = 0; j < Sk; ++j) d[j] = p[j] * (d[j] - dot);
+        const int64_t len = causal ? std::min(Sk, i + 1) : Sk;
+        const T dot = row_dot(p, static_cast<const T*>(d), len);
+        for (int64_t j = 0; j < len; ++j) d[j] = p[j] * (d[j] - dot);
+        std::fill(d + len, d + Sk, T(0));
+        if (has_mask) {
+          const uint8_t* pm = reinterpret_cast<const uint8_t*>(om.base) + moff + i * om.rs;
+          for (int64_t j = 0; j < len; ++j) {
+            const T x = d[j];
+            d[j] = pm[j * om.cs] != 0 ? T(0) : x;
+          }
+        }
       }
       // The scores were scale * q k^T: dQ = scale dS K, dK = scale dS^T Q.
       gemm(Sq, D, Sk, scale, View<T>{dS, Sk, 1}, view<T>(ok, batch, b), pdq + b * Sq * D, D);
