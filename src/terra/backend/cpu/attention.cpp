@@ -26,6 +26,19 @@ namespace {
 constexpr int64_t kBlockScores = 16384;
 // Multiply-adds below which the op stays on the calling thread (waking workers costs more).
 constexpr int64_t kSplitMacs = int64_t(1) << 17;
+// Per-thread scratch kept between calls up to this many bytes (no allocation per op in steady
+// state); a larger one (a huge backward without a scores output) is freed after its chunk.
+constexpr size_t kKeepScratchBytes = size_t(4) << 20;
+
+template <class T>
+T* scratch(std::vector<T>& buf, int64_t n) {
+  if (buf.size() < size_t(n)) buf.resize(size_t(n));
+  return buf.data();
+}
+template <class T>
+void trim(std::vector<T>& buf) {
+  if (buf.capacity() * sizeof(T) > kKeepScratchBytes) std::vector<T>().swap(buf);
+}
 
 // A matrix: element (i, j) at p[i * rs + j * cs].
 template <class T>
@@ -229,11 +242,7 @@ void forward(const KernelArgs& a) {
     thread_local std::vector<T> buf;
     for (int64_t it = s; it < e; ++it) {
       const int64_t b = it / nqb, i0 = (it % nqb) * rb, m = std::min(rb, Sq - i0);
-      T* S = pw ? pw + (b * Sq + i0) * Sk : nullptr;
-      if (!S) {
-        buf.resize(size_t(m * Sk));
-        S = buf.data();
-      }
+      T* S = pw ? pw + (b * Sq + i0) * Sk : scratch(buf, m * Sk);
       // Causal: keys after the block's last query are masked for every row of the block.
       const int64_t nc = causal ? std::min(Sk, i0 + m) : Sk;
       gemm(m, nc, D, scale, view<T>(oq, batch, b, i0), view<T>(ok, batch, b).t(), S, Sk);
@@ -269,6 +278,7 @@ void forward(const KernelArgs& a) {
       }
       gemm(m, Dv, nc, T(1), View<T>{S, Sk, 1}, view<T>(ov, batch, b), po + (b * Sq + i0) * Dv, Dv);
     }
+    trim(buf);
   });
 }
 
@@ -295,11 +305,7 @@ void backward(const KernelArgs& a) {
     cpu::onednn::SerialOmp serial;
     thread_local std::vector<T> buf;
     for (int64_t b = s; b < e; ++b) {
-      T* dS = pds ? pds + b * Sq * Sk : nullptr;
-      if (!dS) {
-        buf.resize(size_t(Sq * Sk));
-        dS = buf.data();
-      }
+      T* dS = pds ? pds + b * Sq * Sk : scratch(buf, Sq * Sk);
       const View<T> P = view<T>(ow, batch, b), G = view<T>(og, batch, b);
       // dV = P^T dO; dP = dO V^T (in dS).
       gemm(Sk, Dv, Sq, T(1), P.t(), G, pdv + b * Sk * Dv, Dv);
@@ -326,6 +332,7 @@ void backward(const KernelArgs& a) {
       gemm(Sq, D, Sk, scale, View<T>{dS, Sk, 1}, view<T>(ok, batch, b), pdq + b * Sq * D, D);
       gemm(Sk, D, Sq, scale, View<T>{dS, Sk, 1}.t(), view<T>(oq, batch, b), pdk + b * Sk * D, D);
     }
+    trim(buf);
   });
 }
 
