@@ -5,7 +5,7 @@
 //   BM_AttentionFused/i/train      terra::scaled_dot_product_attention + backward
 //   .../infer (second arg 0)       forward only, no grad
 //
-// Shapes i (kShapes): the transformer programs' (batch * heads, seq, head dim) and a larger one.
+// Shapes i (kShapes): the transformer programs' (batch, heads, seq, head dim) and a larger one.
 // Threads: terra::num_threads() (OMP_NUM_THREADS or the CPUs).
 #include <benchmark/benchmark.h>
 
@@ -24,7 +24,7 @@ struct Shape4 {
   int64_t b, h, s, d;
 };
 const Shape4 kShapes[] = {
-    {"bert_qa", 8, 2, 48, 32}, {"gpt2", 8, 4, 64, 16}, {"music", 8, 4, 64, 16}, {"large", 4, 8, 256, 64}};
+    {"bert_qa", 8, 2, 48, 32}, {"bert_cls", 16, 2, 32, 32}, {"gpt2/music", 8, 4, 64, 16}, {"large", 4, 8, 256, 64}};
 
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
   Tensor s = matmul(q * (1.0 / std::sqrt(double(q.shape().back()))), k.transpose(-2, -1));
