@@ -1,4 +1,4 @@
-// opsB: linear, convolutions, pooling, upsampling, batch and layer normalization.
+// opsB: linear, convolutions, pooling, upsampling, batch and layer normalization, fused attention.
 #include "binding.h"
 
 namespace terra::python {
@@ -48,8 +48,13 @@ void bind_nn_ops(py::module_& m) {
     return layer_norm(x, shape_from_object(shape, "layer_norm"), opt_tensor(w), opt_tensor(b), eps);
   }, py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
      py::arg("eps") = 1e-5);
+  m.def("scaled_dot_product_attention", [](T q, T k, T v, O mask, bool is_causal, O scale) {
+    return scaled_dot_product_attention(q, k, v, opt_tensor(mask), is_causal,
+                                        scale.is_none() ? std::nullopt : std::optional<double>(scale.cast<double>()));
+  }, py::arg("query"), py::arg("key"), py::arg("value"), py::arg("attn_mask") = py::none(),
+     py::arg("is_causal") = false, py::arg("scale") = py::none());
   for (const char* n : {"linear", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-                        "upsample_nearest2d", "batch_norm", "layer_norm"})
+                        "upsample_nearest2d", "batch_norm", "layer_norm", "scaled_dot_product_attention"})
     expose(m, n);
 }
 

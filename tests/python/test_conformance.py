@@ -299,6 +299,26 @@ case("batch_norm/no_affine_2d", ["batch_norm"], [I(6, 4)], lambda n, x: n.F.batc
 case("layer_norm", ["layer_norm", "layer_norm_backward"], [I(3, 4, 5), I(4, 5), I(4, 5)],
      lambda n, x, w, b: [n.F.layer_norm(x, (4, 5), w, b), n.F.layer_norm(x, (5,), eps=1e-3)])
 
+# torch 1.13 has no F.scaled_dot_product_attention: the oracle is the explicit composition.
+def _torch_attention(q, k, v, mask=None, causal=False, scale=None):
+    s = (q * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+_KEEP = [[0, 1, 1, 0, 1, 0], [1, 0, 0, 1, 0, 1], [0, 0, 1, 1, 1, 0], [1, 1, 0, 0, 0, 0]]  # no full row
+case("scaled_dot_product_attention", ["scaled_dot_product_attention", "scaled_dot_product_attention_backward"],
+     [I(2, 3, 4, 8), I(2, 3, 6, 8, layout="T"), I(2, 3, 6, 5), I(3, 4, 6, lo=-1, hi=1),
+      I(4, 6, kind="b", values=np.array(_KEEP, dtype=bool))],
+     lambda n, q, k, v, m, b: [n.F.scaled_dot_product_attention(q, k, v),
+                               n.F.scaled_dot_product_attention(q, k, v, m, is_causal=True),
+                               n.F.scaled_dot_product_attention(q, k, v, b, scale=0.3)],
+     torch_fn=lambda n, q, k, v, m, b: [_torch_attention(q, k, v), _torch_attention(q, k, v, m, causal=True),
+                                        _torch_attention(q, k, v, b, scale=0.3)])
+
 # ---- joining, splitting, indexing, embedding -------------------------------------------------
 case("cat", ["cat"], [I(2, 3), I(4, 3, layout="T"), I(1, 3)],
      lambda n, a, b, c: [n.T.cat([a, b, c], 0), n.T.cat([a, a], 1), n.T.cat([a, c], dim=0)])

@@ -65,6 +65,16 @@ void shape_rows(const Adder& add) {
   add("matmul/scalar", {"matmul"}, [] { return matmul(F({}), F({3})); });
   add("matmul/batch", {"matmul"}, [] { return matmul(F({2, 3, 4}), F({3, 4, 5})); });
   add("matmul/vec_vec", {"matmul"}, [] { return matmul(F({3}), F({4})); });
+  add("sdpa/head_dim", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({2, 3, 4}), F({2, 5, 3}), F({2, 5, 2})); });
+  add("sdpa/kv_length", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({2, 3, 4}), F({2, 5, 4}), F({2, 6, 2})); });
+  add("sdpa/batch", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({2, 3, 4}), F({3, 5, 4}), F({3, 5, 2})); });
+  add("sdpa/mask_shape", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 2}), B({3, 4})); });
+  add("sdpa/rank", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({4}), F({5, 4}), F({5, 2})); });
   add("linear/in_features", {"linear", "matmul"}, [] { return linear(F({2, 3}), F({4, 5})); });
   add("linear/bias", {"linear", "add"}, [] { return linear(F({2, 3}), F({4, 3}), F({5})); });
   add("conv2d/channels", {"conv2d"}, [] { return conv2d(F({1, 3, 5, 5}), F({2, 4, 3, 3})); });
@@ -154,6 +164,10 @@ void shape_rows(const Adder& add) {
 
 void dtype_rows(const Adder& add) {
   add("softmax/int64", {"softmax"}, [] { return softmax(I({1, 2}, {2}), 0); });
+  add("sdpa/int64_mask", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({3, 4}), F({5, 4}), F({5, 2}), I({0, 1, 0, 1, 0}, {5})); });
+  add("sdpa/mixed_qkv", {"scaled_dot_product_attention"},
+      [] { return scaled_dot_product_attention(F({3, 4}), D({5, 4}), F({5, 2})); });
   add("log_softmax/bool", {"log_softmax"}, [] { return log_softmax(B({2}), 0); });
   add("index_select/float_index", {"index_select"}, [] { return index_select(F({3, 2}), 0, F({2})); });
   add("gather/float_index", {"gather"}, [] { return gather(F({3, 2}), 0, F({3, 2})); });

@@ -36,10 +36,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest"):
     return _terra.upsample_nearest2d(input, size, scale_factor)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False):
-    """softmax(q k^T / sqrt(D) + mask) v, written with the bound ops."""
-    d = query.shape[-1]
-    scores = _terra.matmul(query, key.transpose(-2, -1)) / (d ** 0.5)
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """softmax(q k^T * scale + mask) v, scale defaulting to 1/sqrt(D): the fused op, or with active
+    dropout the same attention written with the bound ops (dropout draws a number per weight)."""
+    if dropout_p <= 0.0:
+        return _terra.scaled_dot_product_attention(query, key, value, attn_mask, is_causal, scale)
+    s = scale if scale is not None else 1.0 / (query.shape[-1] ** 0.5)
+    scores = _terra.matmul(query * s, key.transpose(-2, -1))
     if is_causal:
         sq, sk = scores.shape[-2], scores.shape[-1]
         causal = _terra.arange(sk).reshape(1, sk) > _terra.arange(sq).reshape(sq, 1)
@@ -49,7 +52,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = _terra.masked_fill(scores, attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-    w = _terra.softmax(scores, -1)
-    if dropout_p > 0.0:
-        w = _terra.dropout(w, dropout_p, True)
+    w = _terra.dropout(_terra.softmax(scores, -1), dropout_p, True)
     return _terra.matmul(w, value)

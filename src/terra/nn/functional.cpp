@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "terra/ops/arithmetic.h"
+#include "terra/ops/attention.h"
 #include "terra/ops/conv.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/elementwise.h"
@@ -68,23 +69,20 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) { return terra::em
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal, bool training) {
+  // Without dropout: the fused op (one kernel forward, one backward, in every mode).
+  if (!(dropout_p > 0.0 && training)) return terra::scaled_dot_product_attention(q, k, v, attn_mask, is_causal);
+  // Dropout draws a number per weight: composed from the ops, the same masking as the fused op.
   if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2 || q.shape().back() != k.shape().back())
     throw std::invalid_argument("[nn::functional::scaled_dot_product_attention] q " + shape_str(q.shape()) + " and k " +
                                 shape_str(k.shape()) + " must be [..., S, D] with the same D");
   const int64_t D = q.shape().back(), Sq = q.shape()[q.dim() - 2], Sk = k.shape()[k.dim() - 2];
   // Scale q before the product, as torch does (fewer elements than the scores when Sq <= Sk).
   Tensor scores = terra::matmul(q * (1.0 / std::sqrt(double(D))), k.transpose(-2, -1));
-  if (is_causal) {
-    if (Sq != Sk)
-      throw std::invalid_argument("[nn::functional::scaled_dot_product_attention] is_causal needs Sq == Sk, got q " +
-                                  shape_str(q.shape()) + " and k " + shape_str(k.shape()));
-    Tensor idx = arange(Sq);
-    scores = masked_fill(scores, gt(idx.unsqueeze(0), idx.unsqueeze(1)), -INFINITY);
-  }
+  if (is_causal)  // key j is masked for query i when j > i (top-left aligned when Sq != Sk)
+    scores = masked_fill(scores, gt(arange(Sk).unsqueeze(0), arange(Sq).unsqueeze(1)), -INFINITY);
   if (attn_mask.defined())
     scores = attn_mask.dtype() == DType::Bool ? masked_fill(scores, attn_mask, -INFINITY) : scores + attn_mask;
-  Tensor w = terra::softmax(scores, -1);
-  if (dropout_p > 0.0 && training) w = terra::dropout(w, dropout_p, true);
+  Tensor w = terra::dropout(terra::softmax(scores, -1), dropout_p, true);
   return terra::matmul(w, v);
 }
 

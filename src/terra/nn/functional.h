@@ -39,7 +39,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);  // torch's argum
 
 // q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] -> [..., Sq, Dv]: softmax(q k^T / sqrt(D) + mask) v.
 // attn_mask broadcasts to [..., Sq, Sk]: bool (true = may NOT attend) or float (added). is_causal
-// masks keys after each query (needs Sq == Sk). Dropout on the weights only when training.
+// masks key j for query i when j > i. Dropout on the weights only when training. Without active
+// dropout this is the fused op terra::scaled_dot_product_attention (ops/attention.h).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
                                     double dropout_p = 0.0, bool is_causal = false, bool training = true);
 

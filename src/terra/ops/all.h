@@ -16,3 +16,4 @@
 #include "terra/ops/norm.h"
 #include "terra/ops/optim_ops.h"
 #include "terra/ops/pool.h"
+#include "terra/ops/attention.h"
