@@ -99,10 +99,17 @@ TEST(Fusion, ValuesTheHostKeepsAcrossStepsAreWrittenOut) {
       Step st = engine.step();
       Tensor u = tanh(w * 0.5 + carry);
       Tensor v = u * 3.0 + 1.0;  // u's only reader in the graph is inside the segment
-      observe(v.sum());
+      Tensor half;  // read by a later op, then held only through a detached copy
+      Tensor v2 = [&] {
+        Tensor m2 = v * 0.5;
+        half = m2.detach();
+        return m2 + 1.0;
+      }();
+      observe(v.sum() + v2.sum());
       carry = u;                  // the next step reads it as a feed
       NoGradGuard ng;
       add_inplace(w, v * 0.001);
+      observe(half);
     }
     observe(carry);
     observe(w);

@@ -26,6 +26,7 @@ bool LazyExec::held_outside(const std::vector<Entry>& work, const Block& block, 
     for (size_t i = 0; i < block.refs[r].size(); ++i)
       if (block.refs[r][i].entry == int32_t(j)) ph = &work[r].inputs[i];
   if (!ph) return work[j].cell.use_count() > 1;  // no later entry reads it: only a placeholder holds the cell
+  if (ph->impl()->pending.use_count() > 1) return true;  // another tensor shares its value (detach)
   long holders = 0;
   for (size_t r = j + 1; r < work.size(); ++r)
     for (const Tensor& t : work[r].inputs) holders += t.impl() == ph->impl() ? 1 : 0;
