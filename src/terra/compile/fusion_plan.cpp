@@ -6,12 +6,6 @@ using graph::Input;
 
 namespace {
 
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 void collect(const graph::Region& r, Readers& rd) {
   for (const graph::Switch& sw : r.switches)
     for (const graph::Case& c : sw.cases)
@@ -46,7 +40,7 @@ bool is_internal(const std::vector<graph::Item>& block, uint32_t seg_begin, uint
 // Whether item `k` (recorded as `r`) can join a segment over `n` elements starting at `seg_begin`.
 bool accepts(const std::vector<graph::Item>& block, uint32_t seg_begin, uint32_t k, const OpRecord& r, int64_t n) {
   const graph::OpNode& op = block[k].op;
-  if (n <= 0 || !fusible_elementwise(*op.op, r.out.dtype) || count(r.out.shape) != n || !r.out_contig) return false;
+  if (n <= 0 || !fusible_elementwise(*op.op, r.out.dtype) || numel_of(r.out.shape) != n || !r.out_contig) return false;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (is_internal(block, seg_begin, k, i)) continue;
     // An earlier execution of a node in the segment, or a phi that may name one: the runner reads
@@ -56,7 +50,7 @@ bool accepts(const std::vector<graph::Item>& block, uint32_t seg_begin, uint32_t
     if (x.kind == Input::Phi)
       for (const trace::Source& s : x.candidates)
         if (s.kind == trace::Source::Op && index_in(block, seg_begin, k + 1, s.node) >= 0) return false;
-    const int64_t m = count(r.in[i].shape);
+    const int64_t m = numel_of(r.in[i].shape);
     if (!(m == 1 || (m == n && r.in_contig[i]))) return false;
   }
   return true;
@@ -65,7 +59,7 @@ bool accepts(const std::vector<graph::Item>& block, uint32_t seg_begin, uint32_t
 void finalize(const std::vector<graph::Item>& block, const FusionSpan& sp, const Readers& rd, FusedSegment& seg) {
   const uint32_t n_ops = seg.end - seg.begin;
   FusedKernel& k = seg.kernel;
-  k.numel = count(sp.rec[seg.begin - sp.begin].out.shape);
+  k.numel = numel_of(sp.rec[seg.begin - sp.begin].out.shape);
   seg.internal.assign(n_ops, {});
   seg.out_slot.assign(n_ops, 0);
   seg.out_meta.assign(n_ops, {});
@@ -84,7 +78,7 @@ void finalize(const std::vector<graph::Item>& block, const FusionSpan& sp, const
       }
       const uint32_t slot = uint32_t(k.slot_dtype.size());
       k.slot_dtype.push_back(r.in[i].dtype);
-      seg.ext.push_back({j, uint32_t(i), slot, r.in[i].shape, r.in[i].dtype, count(r.in[i].shape) == 1 && k.numel != 1});
+      seg.ext.push_back({j, uint32_t(i), slot, r.in[i].shape, r.in[i].dtype, numel_of(r.in[i].shape) == 1 && k.numel != 1});
       fo.in.push_back(slot);
     }
     if (op.op->has(kInplace)) {
@@ -126,11 +120,11 @@ bool FusedSegment::rebind(const std::vector<const TensorImpl*>& t) {
     if (!t[i]->is_contiguous() || (s && t[i]->shape != *s)) return false;
     s = &t[i]->shape;
   }
-  if (!s || count(*s) <= 1) return false;  // one element: scalars and full operands would look alike
+  if (!s || numel_of(*s) <= 1) return false;  // one element: scalars and full operands would look alike
   for (Ext& e : ext)
     if (!e.scalar) e.shape = *s;
   for (TensorMeta& m : out_meta) m.shape = *s;
-  kernel.numel = count(*s);
+  kernel.numel = numel_of(*s);
   return true;
 }
 
@@ -164,7 +158,7 @@ void plan_segments(const std::vector<graph::Item>& block, FusionSpan& sp, const 
   sp.segs.clear();
   uint32_t j = sp.begin;
   while (j < sp.end) {
-    const int64_t n = count(sp.rec[j - sp.begin].out.shape);
+    const int64_t n = numel_of(sp.rec[j - sp.begin].out.shape);
     uint32_t k = j;
     while (k < sp.end && accepts(block, j, k, sp.rec[k - sp.begin], n)) ++k;
     FusedSegment seg;

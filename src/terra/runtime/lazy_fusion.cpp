@@ -6,20 +6,10 @@
 #include "terra/runtime/lazy.h"
 
 namespace terra::runtime {
-namespace {
 
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-}  // namespace
-
-// Whether anything but this batch's own entries holds entry j's placeholder (the program, or
-// autograd saving it for backward): then its value must exist after the barrier. Later entries
-// hold the placeholder tensor as an input, and the placeholder holds the cell, so both counts
-// are compared with what the batch itself accounts for.
+// Whether anything but this batch's own entries holds entry j's placeholder (the program, autograd
+// saving it for backward, a detached copy sharing its pending value): then its value must exist
+// after the barrier. Later entries hold the placeholder as an input; those are not counted.
 bool LazyExec::held_outside(const std::vector<Entry>& work, const Block& block, size_t j) {
   const Tensor* ph = nullptr;  // the placeholder, as a later entry holds it
   for (size_t r = j + 1; r < work.size() && !ph; ++r)
@@ -37,7 +27,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
                                 const std::vector<int32_t>& last_use) {
   auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out.dtype); };
   if (k + 1 >= work.size() || !fusible(work[k]) || !fusible(work[k + 1])) return k;
-  const int64_t n = count(work[k].out.shape);
+  const int64_t n = numel_of(work[k].out.shape);
   if (n <= 0) return k;
   // The entries that can join, with their outside inputs resolved (already computed: earlier
   // entries or host tensors; a value of an earlier batch still pending ends the run).
@@ -45,7 +35,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
   size_t m = k;
   for (; m < work.size(); ++m) {
     const Entry& e = work[m];
-    if (!fusible(e) || count(e.out.shape) != n) break;
+    if (!fusible(e) || numel_of(e.out.shape) != n) break;
     bool ok = true;
     std::vector<Tensor>& x = ext.emplace_back();
     x.resize(e.inputs.size());
