@@ -42,7 +42,7 @@ void float_unary(const KernelArgs& k, F f) {
 
 // ---- exp (here, next to the other exp-based kernels) ----
 std::vector<TensorMeta> infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float("exp", in); }
-void kernel_exp(const KernelArgs& k) { float_unary(k, [](auto a) { return any_exp(a); }); }
+void kernel_exp(const KernelArgs& k) { float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return any_exp(a); }); }
 std::vector<Tensor> grad_exp(const GradArgs& g) { return {mul(g.grad_out[0], g.out[0])}; }
 const OpDef kExp{.name = "exp", .flags = kElementwise | kSaveOutputs, .infer = infer_exp, .kernel = kernel_exp,
                  .grad = grad_exp};
@@ -89,17 +89,17 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 constexpr double kGeluC = 0.044715;
 
 template <class T>
-T gelu_exact(T x) { return T(0.5) * x * (T(1) + any_erf(x * T(M_SQRT1_2))); }
+TERRA_VECTOR_MATH T gelu_exact(T x) { return T(0.5) * x * (T(1) + any_erf(x * T(M_SQRT1_2))); }
 template <class T>
-T gelu_tanh(T x) { return T(0.5) * x * (T(1) + any_tanh(T(kSqrt2Pi) * (x + T(kGeluC) * x * x * x))); }
+TERRA_VECTOR_MATH T gelu_tanh(T x) { return T(0.5) * x * (T(1) + any_tanh(T(kSqrt2Pi) * (x + T(kGeluC) * x * x * x))); }
 // d gelu / dx: Phi(x) + x phi(x)
 template <class T>
-T dgelu_exact(T x) {
+TERRA_VECTOR_MATH T dgelu_exact(T x) {
   return T(0.5) * (T(1) + any_erf(x * T(M_SQRT1_2))) + x * T(kInvSqrt2Pi) * any_exp(T(-0.5) * x * x);
 }
 // 0.5 (1 + t) + 0.5 x (1 - t^2) u',  u = k (x + c x^3)
 template <class T>
-T dgelu_tanh(T x) {
+TERRA_VECTOR_MATH T dgelu_tanh(T x) {
   T t = any_tanh(T(kSqrt2Pi) * (x + T(kGeluC) * x * x * x));
   T du = T(kSqrt2Pi) * (T(1) + T(3 * kGeluC) * x * x);
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
@@ -107,8 +107,8 @@ T dgelu_tanh(T x) {
 
 std::vector<TensorMeta> infer_gelu(std::span<const Tensor> in, const Attrs&) { return infer_float("gelu", in); }
 void kernel_gelu(const KernelArgs& k) {
-  if (k.attrs.b("tanh")) float_unary(k, [](auto a) { return gelu_tanh(a); });
-  else float_unary(k, [](auto a) { return gelu_exact(a); });
+  if (k.attrs.b("tanh")) float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return gelu_tanh(a); });
+  else float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return gelu_exact(a); });
 }
 std::vector<Tensor> grad_gelu(const GradArgs& g) {
   return {gelu_backward(g.grad_out[0], g.in[0], g.attrs.b("tanh"))};
@@ -130,8 +130,8 @@ void kernel_gelu_backward(const KernelArgs& k) {
     auto& go = *k.in[0].impl();
     auto& x = *k.in[1].impl();
     auto& o = *k.out[0].impl();
-    if (tanh_form) cpu::binary_loop<T, T, T>(go, x, o, [](T g, T a) { return g * dgelu_tanh(a); });
-    else cpu::binary_loop<T, T, T>(go, x, o, [](T g, T a) { return g * dgelu_exact(a); });
+    if (tanh_form) cpu::binary_loop<T, T, T>(go, x, o, [](T g, T a) TERRA_VECTOR_LAMBDA { return g * dgelu_tanh(a); });
+    else cpu::binary_loop<T, T, T>(go, x, o, [](T g, T a) TERRA_VECTOR_LAMBDA { return g * dgelu_exact(a); });
   });
 }
 // Second derivative, with public ops: exact: phi(x) (2 - x^2); tanh form: (1 - t^2)(u' - x t u'^2 + x u''/2).
@@ -159,7 +159,7 @@ const OpDef kGeluBackward{.name = "gelu_backward", .flags = kElementwise | kSave
 // ---- sigmoid, tanh ----
 std::vector<TensorMeta> infer_sigmoid(std::span<const Tensor> in, const Attrs&) { return infer_float("sigmoid", in); }
 void kernel_sigmoid(const KernelArgs& k) {
-  float_unary(k, [](auto a) {
+  float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA {
     using T = decltype(a);
     return T(1) / (T(1) + any_exp(-a));
   });
@@ -172,7 +172,7 @@ const OpDef kSigmoid{.name = "sigmoid", .flags = kElementwise | kSaveOutputs, .i
                      .kernel = kernel_sigmoid, .grad = grad_sigmoid};
 
 std::vector<TensorMeta> infer_tanh(std::span<const Tensor> in, const Attrs&) { return infer_float("tanh", in); }
-void kernel_tanh(const KernelArgs& k) { float_unary(k, [](auto a) { return any_tanh(a); }); }
+void kernel_tanh(const KernelArgs& k) { float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return any_tanh(a); }); }
 std::vector<Tensor> grad_tanh(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], 1.0 - mul(o, o))};
