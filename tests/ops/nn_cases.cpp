@@ -377,6 +377,29 @@ void linear_rows() {
               V b = to_f32(v[2]);
               return linear_ref(70, 96, 40, to_f32(v[0]), to_f32(v[1]), &b); },
             .tol = 1e-4, .gradcheck = false});
+  auto relu_of = [](V v) {
+    for (auto& e : v) e = e < 0 ? 0 : e;
+    return v;
+  };
+  add_case({.name = "linear_relu/2d", .ops = {"linear_relu"},
+            .inputs = {{{3, 4}}, {{5, 4}}, {{5}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(3, 4, 5, v[0], v[1], &v[2])); }});
+  add_case({.name = "linear_relu/3d", .ops = {"linear_relu"},
+            .inputs = {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(6, 4, 5, v[0], v[1], &v[2])); }});
+  add_case({.name = "linear_relu/1d_nobias", .ops = {"matmul", "relu"},
+            .inputs = {{{4}}, {{5, 4}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(1, 4, 5, v[0], v[1], nullptr)); }});
+  add_case({.name = "linear_relu/f32_split", .ops = {"linear_relu"},
+            .inputs = {{{70, 96}, DType::Float32}, {{40, 96}, DType::Float32}, {{40}, DType::Float32}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) {
+              V b = to_f32(v[2]);
+              return relu_of(linear_ref(70, 96, 40, to_f32(v[0]), to_f32(v[1]), &b)); },
+            .tol = 1e-4, .gradcheck = false});
   add_case({.name = "linear/1d", .ops = {"linear"},
             .inputs = {{{4}}, {{5, 4}}, {{5}}},
             .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },

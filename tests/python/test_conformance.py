@@ -265,6 +265,8 @@ case("bce_with_logits", ["binary_cross_entropy_with_logits", "binary_cross_entro
 # ---- linear, conv, pool, norm ----------------------------------------------------------------
 case("linear", ["linear", "matmul", "add"], [I(4, 3), I(5, 3), I(5)],
      lambda n, x, w, b: [n.F.linear(x, w, b), n.F.linear(x, w)])
+case("linear_relu", ["linear_relu"], [I(2, 4, 3), I(5, 3), I(5)],
+     lambda n, x, w, b: terra._terra.linear_relu(x, w, b), torch_fn=lambda n, x, w, b: n.F.relu(n.F.linear(x, w, b)))
 case("linear/3d_input", ["linear"], [I(2, 4, 3), I(5, 3, layout="T"), I(5)], lambda n, x, w, b: n.F.linear(x, w, b))
 case("conv2d/basic", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"],
      [I(2, 3, 7, 6), I(4, 3, 3, 3), I(4)], lambda n, x, w, b: n.F.conv2d(x, w, b))

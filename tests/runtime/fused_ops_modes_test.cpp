@@ -28,18 +28,18 @@ Tensor batch(int i, Shape s) {
 
 }  // namespace
 
-// An MLP of nn::Linear layers (fused GEMM + bias; 2-D and batched 3-D inputs) trained on the
-// fused cross_entropy with each reduction and an ignored class.
+// An MLP of nn::Linear layers (fused GEMM + bias + relu, then GEMM + bias; 2-D and batched 3-D
+// inputs) trained on the fused cross_entropy with each reduction and an ignored class.
 TEST(FusedOpsModes, LinearAndCrossEntropyTrainIdentically) {
   for (std::string red : {"mean", "sum", "none"})
     expect_all_modes_equal([red](Engine& e, const Observe& obs) {
       manual_seed(3);
-      nn::Linear fc1(12, 32), fc2(32, 5);
-      optim::SGD opt({fc1.weight, fc1.bias, fc2.weight, fc2.bias}, 0.05, 0.9);
+      nn::Sequential mlp(nn::Linear(12, 32), nn::ReLU(), nn::Linear(32, 5));  // linear_relu, then linear
+      optim::SGD opt(mlp.parameters(), 0.05, 0.9);
       for (int i = 0; i < 12; ++i) {
         auto step = e.step();
         Tensor x = batch(i, i % 2 ? Shape{8, 12} : Shape{2, 4, 12});
-        Tensor logits = fc2(relu(fc1(x))).reshape({8, 5});
+        Tensor logits = mlp(x).reshape({8, 5});
         Tensor y = tensor(std::vector<int64_t>{i % 5, 1, 2, 3, 4, 0, (i + 2) % 5, 2}, {8});
         Tensor loss = cross_entropy(logits, y, 2, red);
         if (red == "none") loss = loss.sum();
@@ -48,8 +48,7 @@ TEST(FusedOpsModes, LinearAndCrossEntropyTrainIdentically) {
         opt.step();
         obs(loss);
       }
-      obs(fc1.weight);
-      obs(fc2.bias);
+      for (const Tensor& p : mlp.parameters()) obs(p);
     });
 }
 

@@ -1,6 +1,7 @@
-// linear as one op when it has a bias: the GEMM and the bias add in one kernel pass
-// (backend matmul_kernels.h), with exactly the bits of matmul(x, w.t()) followed by add(y, b), in
-// the forward and in the gradients (the same ops on the same operand layouts as the composition).
+// linear as one op when it has a bias: the GEMM and the bias add (and, for linear_relu, the relu)
+// in one kernel pass (backend matmul_kernels.h), with exactly the bits of matmul(x, w.t()) then
+// add(y, b) (then relu), in the forward and in the gradients (the composition's ops on the same
+// operand layouts).
 #include "terra/ops/linear.h"
 
 #include <stdexcept>
@@ -8,6 +9,7 @@
 
 #include "terra/backend/matmul_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/ops/elementwise.h"
 #include "terra/ops/linalg.h"
 #include "terra/ops/reduce.h"
 #include "terra/ops/views.h"
@@ -47,28 +49,48 @@ std::vector<TensorMeta> infer_linear(std::span<const Tensor> in, const Attrs&) {
 
 // What the composition's autograd did: add's gradient for b, matmul's for x and w^T, and the
 // transpose's for w, in that order.
-std::vector<Tensor> grad_linear(const GradArgs& g) {
-  const Tensor& go = g.grad_out[0];
+std::vector<Tensor> linear_grads(const GradArgs& g, const Tensor& go) {
   const Shape& ws = g.in_meta[1].shape;
   Tensor gb = sum_to(go, g.in_meta[2].shape);
   std::vector<Tensor> r = matmul_backward(go, g.in[0], transpose(g.in[1], 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
   return {r[0], transpose(r[1], 0, 1), gb};
 }
+std::vector<Tensor> grad_linear(const GradArgs& g) { return linear_grads(g, g.grad_out[0]); }
+// relu's gradient first, as relu's own grad wrote it: where(out > 0, grad, 0).
+std::vector<Tensor> grad_linear_relu(const GradArgs& g) {
+  return linear_grads(g, where(gt(g.out[0], 0.0), g.grad_out[0], 0.0));
+}
+
+void kernel_linear(const KernelArgs& k) { kernels::linear(k, false); }
+void kernel_linear_relu(const KernelArgs& k) { kernels::linear(k, true); }
 
 // The bias is not saved: its gradient needs only its shape (and it may be updated in place
 // before the backward, as with the composed add).
-const OpDef kLinear{.name = "linear", .flags = kSaveInputs, .infer = infer_linear, .kernel = kernels::linear,
+const OpDef kLinear{.name = "linear", .flags = kSaveInputs, .infer = infer_linear, .kernel = kernel_linear,
                     .grad = grad_linear, .unsaved_in = 1u << 2};
-OpRegistrar r1(kLinear);
+// Keeps its output for the relu mask, as relu did.
+const OpDef kLinearRelu{.name = "linear_relu", .flags = kSaveInputs | kSaveOutputs, .infer = infer_linear,
+                        .kernel = kernel_linear_relu, .grad = grad_linear_relu, .unsaved_in = 1u << 2};
+OpRegistrar r1(kLinear), r2(kLinearRelu);
+
+// x [..., in] through `op`; a 1-D input goes through [1, in] as matmul would take it.
+Tensor call(const OpDef& op, const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (x.dim() == 1) return squeeze(dispatch1(op, {unsqueeze(x, 0), w, b}), -2);
+  return dispatch1(op, {x, w, b});
+}
 
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_linear(x, w, b);
   if (!b.defined()) return matmul(x, transpose(w, 0, 1));
-  // A 1-D input goes through [1, in] as matmul would take it.
-  if (x.dim() == 1) return squeeze(dispatch1(kLinear, {unsqueeze(x, 0), w, b}), -2);
-  return dispatch1(kLinear, {x, w, b});
+  return call(kLinear, x, w, b);
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_linear(x, w, b);
+  if (!b.defined()) return relu(linear(x, w, b));
+  return call(kLinearRelu, x, w, b);
 }
 
 }  // namespace terra

@@ -51,18 +51,33 @@ void gemm_loop(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t
   }
 }
 
-// c[i][j] += bias[j] over an m x n block (row stride ldc) while it is in cache: the same float
-// addition, rounded once, that a separate add kernel would do on the finished product.
+// What follows the GEMM on each output block: a per-column bias, then optionally relu.
+struct Epilogue {
+  const void* bias = nullptr;  // [n] in the output's dtype; null: plain matmul
+  bool relu = false;
+};
+
+// c[i][j] += bias[j] (then relu) over an m x n block (row stride ldc) while it is in cache: the
+// same float addition, rounded once, and the same `v < 0 ? 0 : v` that separate add and relu
+// kernels would apply to the finished product.
 template <class T>
-void add_bias(T* c, int64_t m, int64_t n, int64_t ldc, const T* bias) {
+void epilogue(T* c, int64_t m, int64_t n, int64_t ldc, const T* bias, bool relu) {
   for (int64_t i = 0; i < m; ++i) {
     T* row = c + i * ldc;
-    for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] + bias[j]);
+    if (relu) {
+      for (int64_t j = 0; j < n; ++j) {
+        T v = static_cast<T>(row[j] + bias[j]);
+        row[j] = v < T(0) ? T(0) : v;
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] + bias[j]);
+    }
   }
 }
 
-// out[..., m, n] = a[..., m, k] @ b[..., k, n] (+ bias[n] when given, in out's dtype).
-void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const void* bias) {
+// out[..., m, n] = a[..., m, k] @ b[..., k, n], then the epilogue (in out's dtype).
+void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const Epilogue& ep) {
+  const void* bias = ep.bias;
   TensorImpl& A = *ta.impl();
   TensorImpl& B = *tb.impl();
   const int64_t ra = int64_t(A.shape.size()), rb = int64_t(B.shape.size()), rc = int64_t(C.shape.size());
@@ -133,7 +148,7 @@ void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const void* 
       const float* fb = static_cast<const float*>(bias);
       if (K == 0) {
         std::fill_n(c, M * N, 0.0f);
-        if (fb) add_bias(c, M, N, N, fb);
+        if (fb) epilogue(c, M, N, N, fb, ep.relu);
         return;
       }
       const float* a = reinterpret_cast<const float*>(pa) + oa;
@@ -152,7 +167,7 @@ void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const void* 
       dnnl_status_t st =
           dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, K, 1.0f, a, lda, bm, ldb, 0.0f, c, N);
       if (st != dnnl_success) throw std::runtime_error("[matmul] dnnl_sgemm failed with status " + std::to_string(int(st)));
-      if (fb) add_bias(c, m, n, N, fb);
+      if (fb) epilogue(c, m, n, N, fb, ep.relu);
     };
     const int64_t items = nb * nblk;
     const bool parallel = split || (threads > 1 && nb > 1 && M * N * K * nb >= kSplitMacs);
@@ -175,7 +190,7 @@ void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const void* 
                             T* c = reinterpret_cast<T*>(pc) + i * M * N + row * N;
                             gemm_loop<T>(1, N, K, reinterpret_cast<const T*>(pa) + oa + row * ars, ars, acs,
                                          reinterpret_cast<const T*>(pb) + ob, brs, bcs, c);
-                            if (bias) add_bias(c, 1, N, N, static_cast<const T*>(bias));
+                            if (bias) epilogue(c, 1, N, N, static_cast<const T*>(bias), ep.relu);
                           }
                         });
     }
@@ -185,9 +200,9 @@ void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const void* 
 
 }  // namespace
 
-void matmul(const KernelArgs& k) { matmul_into(k.in[0], k.in[1], *k.out[0].impl(), nullptr); }
+void matmul(const KernelArgs& k) { matmul_into(k.in[0], k.in[1], *k.out[0].impl(), {}); }
 
-void linear(const KernelArgs& k) {
+void linear(const KernelArgs& k, bool relu) {
   // w^T as a strided view of w: the operand matmul(x, w.t()) was given, so the same sgemm calls.
   const TensorImpl& w = *k.in[1].impl();
   auto wt = std::make_shared<TensorImpl>();
@@ -198,7 +213,7 @@ void linear(const KernelArgs& k) {
   wt->dtype = w.dtype;
   wt->storage = w.storage;
   Tensor b = cpu::contiguous_raw(k.in[2]);
-  matmul_into(k.in[0], Tensor(wt), *k.out[0].impl(), b.impl()->data());
+  matmul_into(k.in[0], Tensor(wt), *k.out[0].impl(), {.bias = b.impl()->data(), .relu = relu});
 }
 
 }  // namespace terra::kernels
