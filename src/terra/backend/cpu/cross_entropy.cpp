@@ -1,15 +1,15 @@
 // Fused cross-entropy: per row, the max, the log-sum-exp and the picked logit in one sweep of the
 // logits (forward), and softmax - onehot scaled by the row's gradient in one more (backward).
 // Rows are independent and reduced in row order afterwards, so results never depend on the thread
-// count; within a row the sums use kLanes fixed lanes (element j in lane j % kLanes) so the loops
-// vectorize with a summation order that depends only on the row length.
+// count; within a row the sums use kLanes fixed lanes (element j in lane j % kLanes), vectorized
+// with a summation order that depends only on the row length.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/vec_math.h"
 #include "terra/backend/cross_entropy_kernels.h"
 
 namespace terra::kernels {
@@ -17,10 +17,11 @@ namespace {
 
 constexpr int kLanes = 8;
 
+// glibc's expf/exp: scalar calls, but on this code they measured faster than the inlined
+// polynomial of the activation kernels (which GCC leaves scalar and branchy here), and accurate.
 template <class T>
-inline __attribute__((always_inline)) T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return cpu::vexp(x);
-  else return std::exp(x);
+inline T exp_of(T x) {
+  return std::exp(x);
 }
 // `a > m ? a : m`: a NaN logit never becomes the max; it reaches the sum and makes the row NaN.
 template <class T>
@@ -28,26 +29,57 @@ inline T max_of(T m, T a) {
   return a > m ? a : m;
 }
 
-// logsumexp of a contiguous row of c logits, accumulated in double.
-template <class T>
-double row_lse(const T* x, int64_t c) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  T mx[kLanes];
-  for (int l = 0; l < kLanes; ++l) mx[l] = kNegInf;
+// GCC vector types: the lanes below are explicit, so the summation order is fixed by the code
+// (not by what the vectorizer chose) and the loops still run 8 floats at a time.
+typedef float F8 __attribute__((vector_size(32)));
+typedef double D4 __attribute__((vector_size(32)));
+
+float row_max(const float* x, int64_t c) {
+  F8 m8;
+  for (int l = 0; l < kLanes; ++l) m8[l] = -std::numeric_limits<float>::infinity();
   int64_t j = 0;
-  for (; j + kLanes <= c; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) mx[l] = max_of(mx[l], x[j + l]);
-  T m = kNegInf;
-  for (int l = 0; l < kLanes; ++l) m = max_of(m, mx[l]);
-  for (int64_t i = j; i < c; ++i) m = max_of(m, x[i]);
-  double acc[kLanes] = {};
-  j = 0;
-  for (; j + kLanes <= c; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += double(exp_of<T>(x[j + l] - m));
+  for (; j + kLanes <= c; j += kLanes) {
+    F8 v;
+    std::memcpy(&v, x + j, sizeof v);
+    m8 = v > m8 ? v : m8;
+  }
+  float m = m8[0];
+  for (int l = 1; l < kLanes; ++l) m = max_of(m, m8[l]);
+  for (; j < c; ++j) m = max_of(m, x[j]);
+  return m;
+}
+double row_max(const double* x, int64_t c) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < c; ++j) m = max_of(m, x[j]);
+  return m;
+}
+
+// Sum in double of c values: 8 lanes (element j in lane j % 8), then the lanes pairwise, then the tail.
+double lane_sum(const float* e, int64_t c) {
+  D4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + kLanes <= c; j += kLanes) {
+    F8 v;
+    std::memcpy(&v, e + j, sizeof v);
+    lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), D4);
+    hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
+  }
+  double s = ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+  for (; j < c; ++j) s += double(e[j]);
+  return s;
+}
+double lane_sum(const double* e, int64_t c) {
   double s = 0;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  for (int64_t i = j; i < c; ++i) s += double(exp_of<T>(x[i] - m));
-  return double(m) + std::log(s);
+  for (int64_t j = 0; j < c; ++j) s += e[j];
+  return s;
+}
+
+// logsumexp of a contiguous row of c logits, accumulated in double; buf holds c exps.
+template <class T>
+double row_lse(const T* x, int64_t c, T* buf) {
+  const T m = row_max(x, c);
+  for (int64_t j = 0; j < c; ++j) buf[j] = exp_of<T>(x[j] - m);  // a plain map: vectorized
+  return double(m) + std::log(lane_sum(buf, c));
 }
 
 // logsumexp of the r rows of one [c, r] block (class stride r), vectorized across the rows.
@@ -71,9 +103,10 @@ void forward_t(const Tensor& x, const Tensor& targets, const XentShape& s, Tenso
   std::vector<double> row_loss(static_cast<size_t>(rows));  // lse - x[target] in double; 0 when ignored
   if (s.r == 1) {
     cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(s.c, 1)), [&](int64_t b, int64_t e) {
+      std::vector<T> buf(static_cast<size_t>(s.c));
       for (int64_t n = b; n < e; ++n) {
         const T* row = px + n * s.c;
-        double v = row_lse(row, s.c);
+        double v = row_lse(row, s.c, buf.data());
         pl[n] = T(v);
         int64_t t = pt[n];
         row_loss[size_t(n)] = t == s.ignore ? 0.0 : v - double(row[t]);
