@@ -8,6 +8,9 @@ void bind_nn_ops(py::module_& m) {
   using O = const py::object&;
   m.def("linear", [](T x, T w, O b) { return linear(x, w, opt_tensor(b)); }, py::arg("input"), py::arg("weight"),
         py::arg("bias") = py::none());
+  // relu(linear(...)) as one fused op (what nn.Sequential's Linear + ReLU runs in C++).
+  m.def("linear_relu", [](T x, T w, O b) { return linear_relu(x, w, opt_tensor(b)); }, py::arg("input"),
+        py::arg("weight"), py::arg("bias") = py::none());
   m.def("conv2d", [](T x, T w, O b, O stride, O padding, O dilation, int64_t groups) {
     return conv2d(x, w, opt_tensor(b), int2_from_object(stride, "conv2d"), int2_from_object(padding, "conv2d"),
                   int2_from_object(dilation, "conv2d"), groups);

@@ -351,7 +351,7 @@ void conv_rows() {
 }
 
 void linear_rows() {
-  add_case({.name = "linear/2d_bias", .ops = {"matmul", "add"},
+  add_case({.name = "linear/2d_bias", .ops = {"linear"},
             .inputs = {{{3, 4}}, {{5, 4}}, {{5}}},
             .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
             .reference = [](const std::vector<V>& v) { return linear_ref(3, 4, 5, v[0], v[1], &v[2]); }});
@@ -359,11 +359,52 @@ void linear_rows() {
             .inputs = {{{2, 3, 4}}, {{5, 4}}},
             .fn = [](const T& x) { return linear(x[0], x[1]); },
             .reference = [](const std::vector<V>& v) { return linear_ref(6, 4, 5, v[0], v[1], nullptr); }});
-  add_case({.name = "linear/1d", .ops = {"matmul"},
+  add_case({.name = "linear/3d_bias", .ops = {"linear"},
+            .inputs = {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+            .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
+            .reference = [](const std::vector<V>& v) { return linear_ref(6, 4, 5, v[0], v[1], &v[2]); }});
+  add_case({.name = "linear/int64", .ops = {"linear"},
+            .inputs = {{{2, 3}, DType::Int64, -5, 5, false}, {{4, 3}, DType::Int64, -5, 5, false},
+                       {{4}, DType::Int64, -5, 5, false}},
+            .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
+            .reference = [](const std::vector<V>& v) { return linear_ref(2, 3, 4, v[0], v[1], &v[2]); },
+            .gradcheck = false});
+  // Large enough for the GEMM to be split into per-thread blocks: the bias follows each block.
+  add_case({.name = "linear/f32_split", .ops = {"linear"},
+            .inputs = {{{70, 96}, DType::Float32}, {{40, 96}, DType::Float32}, {{40}, DType::Float32}},
+            .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
+            .reference = [](const std::vector<V>& v) {
+              V b = to_f32(v[2]);
+              return linear_ref(70, 96, 40, to_f32(v[0]), to_f32(v[1]), &b); },
+            .tol = 1e-4, .gradcheck = false});
+  auto relu_of = [](V v) {
+    for (auto& e : v) e = e < 0 ? 0 : e;
+    return v;
+  };
+  add_case({.name = "linear_relu/2d", .ops = {"linear_relu"},
+            .inputs = {{{3, 4}}, {{5, 4}}, {{5}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(3, 4, 5, v[0], v[1], &v[2])); }});
+  add_case({.name = "linear_relu/3d", .ops = {"linear_relu"},
+            .inputs = {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(6, 4, 5, v[0], v[1], &v[2])); }});
+  add_case({.name = "linear_relu/1d_nobias", .ops = {"matmul", "relu"},
+            .inputs = {{{4}}, {{5, 4}}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1]); },
+            .reference = [relu_of](const std::vector<V>& v) { return relu_of(linear_ref(1, 4, 5, v[0], v[1], nullptr)); }});
+  add_case({.name = "linear_relu/f32_split", .ops = {"linear_relu"},
+            .inputs = {{{70, 96}, DType::Float32}, {{40, 96}, DType::Float32}, {{40}, DType::Float32}},
+            .fn = [](const T& x) { return linear_relu(x[0], x[1], x[2]); },
+            .reference = [relu_of](const std::vector<V>& v) {
+              V b = to_f32(v[2]);
+              return relu_of(linear_ref(70, 96, 40, to_f32(v[0]), to_f32(v[1]), &b)); },
+            .tol = 1e-4, .gradcheck = false});
+  add_case({.name = "linear/1d", .ops = {"linear"},
             .inputs = {{{4}}, {{5, 4}}, {{5}}},
             .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
             .reference = [](const std::vector<V>& v) { return linear_ref(1, 4, 5, v[0], v[1], &v[2]); }});
-  add_case({.name = "linear/f32", .ops = {"matmul"},
+  add_case({.name = "linear/f32", .ops = {"linear"},
             .inputs = {{{6, 16}, DType::Float32}, {{8, 16}, DType::Float32}, {{8}, DType::Float32}},
             .fn = [](const T& x) { return linear(x[0], x[1], x[2]); },
             .reference = [](const std::vector<V>& v) {

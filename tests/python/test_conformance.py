@@ -245,7 +245,7 @@ case("softmax", ["softmax", "softmax_backward"], [I(3, 5, layout="T")],
      lambda n, a: [n.T.softmax(a, 1), n.F.softmax(a, 0), a.softmax(-1)])
 case("log_softmax", ["log_softmax", "log_softmax_backward"], [I(2, 3, 4)],
      lambda n, a: [n.T.log_softmax(a, 1), n.F.log_softmax(a, -1)])
-case("cross_entropy/basic", ["cross_entropy", "nll_loss", "nll_loss_backward", "log_softmax"],
+case("cross_entropy/basic", ["cross_entropy", "cross_entropy_backward"],
      [I(6, 5), I(6, kind="i", lo=0, hi=5)], lambda n, x, t: n.F.cross_entropy(x, t))
 case("cross_entropy/ignore_index_and_reductions", ["cross_entropy"],
      [I(7, 4), I(7, kind="i", values=[0, 3, -100, 2, 1, -100, 3]), I(7, kind="i", values=[0, 1, 1, 2, 1, 3, 1])],
@@ -253,7 +253,7 @@ case("cross_entropy/ignore_index_and_reductions", ["cross_entropy"],
                          n.F.cross_entropy(x, t, reduction="none"), n.F.cross_entropy(x, u, ignore_index=1)])
 case("cross_entropy/spatial", ["cross_entropy"], [I(2, 3, 4, 5), I(2, 4, 5, kind="i", lo=0, hi=3)],
      lambda n, x, t: n.F.cross_entropy(x, t))
-case("nll_loss", ["nll_loss"], [I(5, 4), I(5, kind="i", lo=0, hi=4)],
+case("nll_loss", ["nll_loss", "nll_loss_backward"], [I(5, 4), I(5, kind="i", lo=0, hi=4)],
      lambda n, x, t: [n.F.nll_loss(x, t), n.F.nll_loss(x, t, reduction="none")])
 case("mse_loss", ["mse_loss"], [I(3, 4), I(3, 4, layout="T")],
      lambda n, a, b: [n.F.mse_loss(a, b), n.F.mse_loss(a, b, reduction="sum"), n.F.mse_loss(a, b, reduction="none")])
@@ -265,6 +265,8 @@ case("bce_with_logits", ["binary_cross_entropy_with_logits", "binary_cross_entro
 # ---- linear, conv, pool, norm ----------------------------------------------------------------
 case("linear", ["linear", "matmul", "add"], [I(4, 3), I(5, 3), I(5)],
      lambda n, x, w, b: [n.F.linear(x, w, b), n.F.linear(x, w)])
+case("linear_relu", ["linear_relu"], [I(2, 4, 3), I(5, 3), I(5)],
+     lambda n, x, w, b: terra._terra.linear_relu(x, w, b), torch_fn=lambda n, x, w, b: n.F.relu(n.F.linear(x, w, b)))
 case("linear/3d_input", ["linear"], [I(2, 4, 3), I(5, 3, layout="T"), I(5)], lambda n, x, w, b: n.F.linear(x, w, b))
 case("conv2d/basic", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"],
      [I(2, 3, 7, 6), I(4, 3, 3, 3), I(4)], lambda n, x, w, b: n.F.conv2d(x, w, b))

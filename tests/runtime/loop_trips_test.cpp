@@ -57,7 +57,10 @@ void mlp_growing_loop(Engine& engine, const Observe& observe, int steps, size_t*
   Tensor x = randn({6, 8}), y = randn({6, 4});
   for (int s = 0; s < steps; ++s) {
     auto step = engine.step();
-    Tensor out = model(x);
+    // Layer by layer, as the Python binding's Sequential runs it (the reported program): the C++
+    // Sequential fuses Linear + ReLU into one op, and that graph never reaches 257 candidates.
+    Tensor out = x;
+    for (const auto& m : model) out = m->forward(out);
     for (int i = 0; i < s / 20; ++i) out = out + relu(out) * 0.1;
     Tensor loss = nn::functional::mse_loss(out, y);
     opt.zero_grad();

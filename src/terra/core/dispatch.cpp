@@ -99,7 +99,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
         node->in_meta.push_back({t.shape(), t.dtype()});
       }
       if (op.has(kSaveInputs))
-        for (auto& t : in) node->saved_in.push_back(autograd::SavedTensor::save(t));
+        for (size_t k = 0; k < in.size(); ++k)
+          node->saved_in.push_back((op.unsaved_in >> k) & 1u ? autograd::SavedTensor{} : autograd::SavedTensor::save(in[k]));
     }
   }
 
@@ -114,7 +115,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
     node->out_meta.reserve(out.size());
     for (auto& t : out) node->out_meta.push_back({t.shape(), t.dtype()});
     if (op.has(kSaveOutputs))
-      for (auto& t : out) node->saved_out.push_back(autograd::SavedTensor::save(t));
+      for (size_t k = 0; k < out.size(); ++k)
+        node->saved_out.push_back((op.unsaved_out >> k) & 1u ? autograd::SavedTensor{} : autograd::SavedTensor::save(out[k]));
     for (size_t k = 0; k < out.size(); ++k) {
       TensorImpl* o = out[k].impl();
       if (!is_floating(o->dtype)) continue;

@@ -69,6 +69,10 @@ struct OpDef {
   // value on the host; otherwise the kernel raises the same error where it runs.
   CheckValuesFn check_values = nullptr;
   uint32_t check_inputs = 0;
+  // With kSaveInputs / kSaveOutputs: bit k set = input (output) k is not kept, its gradient needs
+  // only its meta (a fused op's bias, its loss value), so in-place writes to it stay legal.
+  uint32_t unsaved_in = 0;
+  uint32_t unsaved_out = 0;
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
 };

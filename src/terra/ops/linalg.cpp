@@ -31,17 +31,7 @@ std::vector<TensorMeta> infer_matmul(std::span<const Tensor> in, const Attrs&) {
 }
 
 std::vector<Tensor> grad_matmul(const GradArgs& g) {
-  const Tensor& go = g.grad_out[0];
-  Tensor ga = matmul(go, transpose(g.in[1], -1, -2));
-  const Tensor& b = g.in[1];
-  Tensor gb;
-  if (b.dim() == 2 && g.in[0].dim() == 2 && b.impl()->strides[0] == 1 && b.shape()[0] > 1 && b.shape()[1] > 1)
-    // b is a transposed view (Linear's w.t()): computing its grad transposed gives it b's layout,
-    // so w's grad comes out contiguous instead of needing a transposing copy.
-    gb = transpose(matmul(transpose(go, -1, -2), g.in[0]), -1, -2);
-  else
-    gb = matmul(transpose(g.in[0], -1, -2), go);
-  return {sum_to(ga, g.in_meta[0].shape), sum_to(gb, g.in_meta[1].shape)};
+  return matmul_backward(g.grad_out[0], g.in[0], g.in[1], g.in_meta[0].shape, g.in_meta[1].shape);
 }
 
 const OpDef kMatmul{.name = "matmul", .flags = kSaveInputs, .infer = infer_matmul, .kernel = kernels::matmul,
@@ -49,6 +39,19 @@ const OpDef kMatmul{.name = "matmul", .flags = kSaveInputs, .infer = infer_matmu
 OpRegistrar r1(kMatmul);
 
 }  // namespace
+
+std::vector<Tensor> matmul_backward(const Tensor& go, const Tensor& a, const Tensor& b, const Shape& a_shape,
+                                    const Shape& b_shape) {
+  Tensor ga = matmul(go, transpose(b, -1, -2));
+  Tensor gb;
+  if (b.dim() == 2 && a.dim() == 2 && b.impl()->strides[0] == 1 && b.shape()[0] > 1 && b.shape()[1] > 1)
+    // b is a transposed view (Linear's w.t()): computing its grad transposed gives it b's layout,
+    // so w's grad comes out contiguous instead of needing a transposing copy.
+    gb = transpose(matmul(transpose(go, -1, -2), a), -1, -2);
+  else
+    gb = matmul(transpose(a, -1, -2), go);
+  return {sum_to(ga, a_shape), sum_to(gb, b_shape)};
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   if (!a.defined() || !b.defined()) throw std::invalid_argument("[matmul] input is undefined");

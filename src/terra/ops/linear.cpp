@@ -1,15 +1,23 @@
+// linear as one op when it has a bias: the GEMM and the bias add (and, for linear_relu, the relu)
+// in one kernel pass (backend matmul_kernels.h), with exactly the bits of matmul(x, w.t()) then
+// add(y, b) (then relu), in the forward and in the gradients (the composition's ops on the same
+// operand layouts).
 #include "terra/ops/linear.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "terra/ops/arithmetic.h"
+#include "terra/backend/matmul_kernels.h"
+#include "terra/core/dispatch.h"
+#include "terra/ops/elementwise.h"
 #include "terra/ops/linalg.h"
+#include "terra/ops/reduce.h"
 #include "terra/ops/views.h"
 
 namespace terra {
+namespace {
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (!x.defined()) throw std::invalid_argument("[linear] input is undefined");
   if (!w.defined()) throw std::invalid_argument("[linear] weight is undefined");
   if (x.dim() < 1)
@@ -28,8 +36,61 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                                 shape_str(x.shape()) + ", weight " + dtype_name(w.dtype()) + " " + shape_str(w.shape()) +
                                 (b.defined() ? std::string(", bias ") + dtype_name(b.dtype()) : std::string()));
   if (x.dtype() == DType::Bool) throw std::invalid_argument("[linear] bool tensors are not supported");
-  Tensor y = matmul(x, transpose(w, 0, 1));
-  return b.defined() ? add(y, b) : y;
+}
+
+// ---- linear: inputs (x [..., in] rank >= 2, w [out, in], b [out]).
+std::vector<TensorMeta> infer_linear(std::span<const Tensor> in, const Attrs&) {
+  check_linear(in[0], in[1], in[2]);
+  if (in[0].dim() < 2) throw std::invalid_argument("[linear] internal: the op takes an input of rank >= 2");
+  Shape s = in[0].shape();
+  s.back() = in[1].shape()[0];
+  return {{s, in[0].dtype()}};
+}
+
+// What the composition's autograd did: add's gradient for b, matmul's for x and w^T, and the
+// transpose's for w, in that order.
+std::vector<Tensor> linear_grads(const GradArgs& g, const Tensor& go) {
+  const Shape& ws = g.in_meta[1].shape;
+  Tensor gb = sum_to(go, g.in_meta[2].shape);
+  std::vector<Tensor> r = matmul_backward(go, g.in[0], transpose(g.in[1], 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
+  return {r[0], transpose(r[1], 0, 1), gb};
+}
+std::vector<Tensor> grad_linear(const GradArgs& g) { return linear_grads(g, g.grad_out[0]); }
+// relu's gradient first, as relu's own grad wrote it: where(out > 0, grad, 0).
+std::vector<Tensor> grad_linear_relu(const GradArgs& g) {
+  return linear_grads(g, where(gt(g.out[0], 0.0), g.grad_out[0], 0.0));
+}
+
+void kernel_linear(const KernelArgs& k) { kernels::linear(k, false); }
+void kernel_linear_relu(const KernelArgs& k) { kernels::linear(k, true); }
+
+// The bias is not saved: its gradient needs only its shape (and it may be updated in place
+// before the backward, as with the composed add).
+const OpDef kLinear{.name = "linear", .flags = kSaveInputs, .infer = infer_linear, .kernel = kernel_linear,
+                    .grad = grad_linear, .unsaved_in = 1u << 2};
+// Keeps its output for the relu mask, as relu did.
+const OpDef kLinearRelu{.name = "linear_relu", .flags = kSaveInputs | kSaveOutputs, .infer = infer_linear,
+                        .kernel = kernel_linear_relu, .grad = grad_linear_relu, .unsaved_in = 1u << 2};
+OpRegistrar r1(kLinear), r2(kLinearRelu);
+
+// x [..., in] through `op`; a 1-D input goes through [1, in] as matmul would take it.
+Tensor call(const OpDef& op, const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (x.dim() == 1) return squeeze(dispatch1(op, {unsqueeze(x, 0), w, b}), -2);
+  return dispatch1(op, {x, w, b});
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_linear(x, w, b);
+  if (!b.defined()) return matmul(x, transpose(w, 0, 1));
+  return call(kLinear, x, w, b);
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_linear(x, w, b);
+  if (!b.defined()) return relu(linear(x, w, b));
+  return call(kLinearRelu, x, w, b);
 }
 
 }  // namespace terra

@@ -11,87 +11,18 @@
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/elementwise.h"
+#include "terra/ops/loss_common.h"
 #include "terra/ops/reduce.h"
-#include "terra/ops/softmax.h"
 
 namespace terra {
 namespace {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
-int64_t reduction_code(const char* op, const std::string& r) {
-  if (r == "none") return kNone;
-  if (r == "mean") return kMean;
-  if (r == "sum") return kSum;
-  throw std::invalid_argument(std::string("[") + op + "] reduction must be \"mean\", \"sum\" or \"none\", got \"" + r +
-                              "\"");
-}
+using namespace loss;
 
 Tensor reduce_loss(const Tensor& l, int64_t r) {
   if (r == kMean) return mean(l);
   if (r == kSum) return sum(l);
   return l;
-}
-
-// The target shape a [N, C, d...] (or [C]) input expects: the input's shape without dim 1 (or []).
-Shape target_shape_for(const Shape& in) {
-  if (in.size() <= 1) return {};
-  Shape t = in;
-  t.erase(t.begin() + 1);
-  return t;
-}
-
-void check_nll_inputs(const char* op, const Tensor& x, const Tensor& t) {
-  if (!x.defined() || !t.defined()) throw std::invalid_argument(std::string("[") + op + "] input is undefined");
-  if (!is_floating(x.dtype()))
-    throw std::invalid_argument(std::string("[") + op + "] input must be floating, got " + dtype_name(x.dtype()) +
-                                " of shape " + shape_str(x.shape()));
-  if (t.dtype() != DType::Int64)
-    throw std::invalid_argument(std::string("[") + op + "] targets must be int64 class indices, got " +
-                                dtype_name(t.dtype()) + " of shape " + shape_str(t.shape()));
-  if (x.dim() < 1)
-    throw std::invalid_argument(std::string("[") + op + "] input must have a class dim, got shape " +
-                                shape_str(x.shape()));
-  if (t.shape() != target_shape_for(x.shape()))
-    throw std::invalid_argument(std::string("[") + op + "] input of shape " + shape_str(x.shape()) +
-                                " expects targets of shape " + shape_str(target_shape_for(x.shape())) + ", got " +
-                                shape_str(t.shape()));
-}
-
-// [N, C, R] view of the input, with N = 1 for a 1-D input.
-struct NllLayout {
-  int64_t n = 1, c = 1, r = 1;
-};
-NllLayout nll_layout(const Shape& s) {
-  NllLayout l;
-  if (s.size() == 1) {
-    l.c = s[0];
-    return l;
-  }
-  l.n = s[0];
-  l.c = s[1];
-  for (size_t d = 2; d < s.size(); ++d) l.r *= s[d];
-  return l;
-}
-
-// Reads the targets (one serial pass), checking every class index; returns the number of
-// non-ignored ones. The kernels and the check_values hooks share it: one message everywhere.
-int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore) {
-  int64_t used = 0, bad = 0, pos = -1;
-  cpu::scan_values<int64_t>(*targets.impl(), [&](int64_t v, int64_t i) {
-    if (v == ignore) return false;
-    if (v < 0 || v >= classes) {
-      bad = v;
-      pos = i;
-      return true;
-    }
-    ++used;
-    return false;
-  });
-  if (pos >= 0)
-    throw std::invalid_argument("[nll_loss] target " + std::to_string(bad) + " at position " + std::to_string(pos) +
-                                " is out of range for " + std::to_string(classes) + " classes");
-  return used;
 }
 
 // ---- nll_loss: inputs (log_probs, targets); attrs ignore_index, reduction.
@@ -260,12 +191,6 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_i
   check_nll_inputs("nll_loss", log_probs, targets);
   int64_t red = reduction_code("nll_loss", reduction);
   return dispatch1(kNll, {log_probs, targets}, Attrs{{"ignore_index", ignore_index}, {"reduction", red}});
-}
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, std::string reduction) {
-  check_nll_inputs("cross_entropy", logits, targets);
-  reduction_code("cross_entropy", reduction);
-  return nll_loss(log_softmax(logits, logits.dim() == 1 ? 0 : 1), targets, ignore_index, std::move(reduction));
 }
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& targets, const Shape& log_probs_shape,

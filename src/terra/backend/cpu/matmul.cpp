@@ -1,4 +1,5 @@
-// Batched matmul on oneDNN's sgemm (float32) and a blocked loop (float64, int64).
+// Batched matmul on oneDNN's sgemm (float32) and a blocked loop (float64, int64), optionally with
+// a per-column bias added to each output block right after its GEMM (linear: one pass, not two).
 #include <oneapi/dnnl/dnnl.h>
 
 #include <stdexcept>
@@ -50,12 +51,35 @@ void gemm_loop(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t
   }
 }
 
-}  // namespace
+// What follows the GEMM on each output block: a per-column bias, then optionally relu.
+struct Epilogue {
+  const void* bias = nullptr;  // [n] in the output's dtype; null: plain matmul
+  bool relu = false;
+};
 
-void matmul(const KernelArgs& k) {
-  TensorImpl& A = *k.in[0].impl();
-  TensorImpl& B = *k.in[1].impl();
-  TensorImpl& C = *k.out[0].impl();
+// c[i][j] += bias[j] (then relu) over an m x n block (row stride ldc) while it is in cache: the
+// same float addition, rounded once, and the same `v < 0 ? 0 : v` that separate add and relu
+// kernels would apply to the finished product.
+template <class T>
+void epilogue(T* c, int64_t m, int64_t n, int64_t ldc, const T* bias, bool relu) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (relu) {
+      for (int64_t j = 0; j < n; ++j) {
+        T v = static_cast<T>(row[j] + bias[j]);
+        row[j] = v < T(0) ? T(0) : v;
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] + bias[j]);
+    }
+  }
+}
+
+// out[..., m, n] = a[..., m, k] @ b[..., k, n], then the epilogue (in out's dtype).
+void matmul_into(const Tensor& ta, const Tensor& tb, TensorImpl& C, const Epilogue& ep) {
+  const void* bias = ep.bias;
+  TensorImpl& A = *ta.impl();
+  TensorImpl& B = *tb.impl();
   const int64_t ra = int64_t(A.shape.size()), rb = int64_t(B.shape.size()), rc = int64_t(C.shape.size());
   const int64_t M = C.shape[size_t(rc - 2)], N = C.shape[size_t(rc - 1)], K = A.shape[size_t(ra - 1)];
   // Batch iteration: broadcast strides of A and B over C's batch dims.
@@ -87,7 +111,7 @@ void matmul(const KernelArgs& k) {
   };
 
   if (C.dtype == DType::Float32) {
-    bool ta, tb;
+    bool trans_a, trans_b;
     int64_t lda, ldb;
     Tensor ca, cb;  // contiguous copies when an operand's strides fit no sgemm layout
     // An operand whose last two dims fit no sgemm layout is copied to contiguous memory; its
@@ -104,8 +128,8 @@ void matmul(const KernelArgs& k) {
       ld = cols;
       return c;
     };
-    if (!as_gemm_operand(M, K, ars, acs, ta, lda)) ca = densify(k.in[0], ra, sa, pa, ta, lda, K);
-    if (!as_gemm_operand(K, N, brs, bcs, tb, ldb)) cb = densify(k.in[1], rb, sb, pb, tb, ldb, N);
+    if (!as_gemm_operand(M, K, ars, acs, trans_a, lda)) ca = densify(ta, ra, sa, pa, trans_a, lda, K);
+    if (!as_gemm_operand(K, N, brs, bcs, trans_b, ldb)) cb = densify(tb, rb, sb, pb, trans_b, ldb, N);
     // Work items: (batch entry, block of C). Blocks split the larger of M and N into one per
     // thread, so each item is an independent single-threaded sgemm; the blocks depend only on the
     // shapes and num_threads(), so every mode and thread computes the same bits.
@@ -121,24 +145,29 @@ void matmul(const KernelArgs& k) {
       int64_t oa, ob;
       batch_offsets(i, oa, ob);
       float* c = reinterpret_cast<float*>(pc) + i * M * N;
+      const float* fb = static_cast<const float*>(bias);
       if (K == 0) {
         std::fill_n(c, M * N, 0.0f);
+        if (fb) epilogue(c, M, N, N, fb, ep.relu);
         return;
       }
       const float* a = reinterpret_cast<const float*>(pa) + oa;
       const float* bm = reinterpret_cast<const float*>(pb) + ob;
       int64_t m = M, n = N;
       if (by_rows) {
-        a += ta ? b0 : b0 * lda;  // rows b0.. of op(A)
+        a += trans_a ? b0 : b0 * lda;  // rows b0.. of op(A)
         c += b0 * N;
         m = len;
       } else {
-        bm += tb ? b0 * ldb : b0;  // columns b0.. of op(B)
+        bm += trans_b ? b0 * ldb : b0;  // columns b0.. of op(B)
         c += b0;
+        if (fb) fb += b0;
         n = len;
       }
-      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, K, 1.0f, a, lda, bm, ldb, 0.0f, c, N);
+      dnnl_status_t st =
+          dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, K, 1.0f, a, lda, bm, ldb, 0.0f, c, N);
       if (st != dnnl_success) throw std::runtime_error("[matmul] dnnl_sgemm failed with status " + std::to_string(int(st)));
+      if (fb) epilogue(c, m, n, N, fb, ep.relu);
     };
     const int64_t items = nb * nblk;
     const bool parallel = split || (threads > 1 && nb > 1 && M * N * K * nb >= kSplitMacs);
@@ -158,14 +187,33 @@ void matmul(const KernelArgs& k) {
                           for (int64_t r = b; r < e; ++r) {
                             int64_t i = r / M, row = r % M, oa, ob;
                             batch_offsets(i, oa, ob);
+                            T* c = reinterpret_cast<T*>(pc) + i * M * N + row * N;
                             gemm_loop<T>(1, N, K, reinterpret_cast<const T*>(pa) + oa + row * ars, ars, acs,
-                                         reinterpret_cast<const T*>(pb) + ob, brs, bcs,
-                                         reinterpret_cast<T*>(pc) + i * M * N + row * N);
+                                         reinterpret_cast<const T*>(pb) + ob, brs, bcs, c);
+                            if (bias) epilogue(c, 1, N, N, static_cast<const T*>(bias), ep.relu);
                           }
                         });
     }
   });
   (void)es;
+}
+
+}  // namespace
+
+void matmul(const KernelArgs& k) { matmul_into(k.in[0], k.in[1], *k.out[0].impl(), {}); }
+
+void linear(const KernelArgs& k, bool relu) {
+  // w^T as a strided view of w: the operand matmul(x, w.t()) was given, so the same sgemm calls.
+  const TensorImpl& w = *k.in[1].impl();
+  auto wt = std::make_shared<TensorImpl>();
+  wt->shape = {w.shape[1], w.shape[0]};
+  wt->strides = {w.strides[1], w.strides[0]};
+  wt->offset = w.offset;
+  wt->numel = w.numel;
+  wt->dtype = w.dtype;
+  wt->storage = w.storage;
+  Tensor b = cpu::contiguous_raw(k.in[2]);
+  matmul_into(k.in[0], Tensor(wt), *k.out[0].impl(), {.bias = b.impl()->data(), .relu = relu});
 }
 
 }  // namespace terra::kernels

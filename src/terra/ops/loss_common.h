@@ -1,0 +1,33 @@
+// What the class-index losses share (nll_loss, cross_entropy and their backward ops): reduction
+// codes, the target checks with their messages, and the [N, C, R] view of the logits.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "terra/core/tensor.h"
+
+namespace terra::loss {
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+// "none" / "mean" / "sum" to a Reduction; anything else throws "[op] reduction must be ...".
+int64_t reduction_code(const char* op, const std::string& r);
+
+// The target shape a [N, C, d...] (or [C]) input expects: the input's shape without dim 1 (or []).
+Shape target_shape_for(const Shape& in);
+
+// Defined, floating input with a class dim, int64 targets of target_shape_for(input).
+void check_nll_inputs(const char* op, const Tensor& x, const Tensor& t);
+
+// [N, C, R] view of the input, with N = 1 for a 1-D input.
+struct NllLayout {
+  int64_t n = 1, c = 1, r = 1;
+};
+NllLayout nll_layout(const Shape& s);
+
+// Reads the targets (one serial pass), checking every class index; returns the number of
+// non-ignored ones. Kernels and check_values hooks share it: one message ("[nll_loss] target ...")
+// everywhere, cross_entropy included.
+int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore);
+
+}  // namespace terra::loss
