@@ -12,7 +12,7 @@ namespace terra::cpu {
 
 // float64 keeps <cmath>: it is the precision the gradchecks run in. Forced inline: GCC kept vtanh
 // and vexp as calls (one element at a time, ~14 ns each); inlined, the loops vectorize. The same
-// operations in the same order either way (no FMA contraction in ISO C++ mode): the same bits.
+// operations in the same order either way (the library builds with -ffp-contract=off: no FMA contraction): the same bits.
 #define TERRA_VECTOR_MATH inline __attribute__((always_inline))
 // The same for a kernel's element lambda: GCC keeps a lambda holding an inlined vexp as a call
 // per element (scalar, ~15 ns) unless told; inlined into the loop, the loop vectorizes.
