@@ -106,18 +106,13 @@ void LazyExec::barrier(bool raise) {
   }
   const Block& block = it->second;
   const bool fuse = compile::pass_enabled(compile::Pass::FuseElementwise);
-  std::vector<int32_t> last_use;  // per entry: the last entry of this batch reading its outputs
-  if (fuse) {
-    last_use.assign(work.size(), -1);
-    for (size_t j = 0; j < work.size(); ++j)
-      for (const Ref& r : block.refs[j])
-        if (r.entry >= 0) last_use[size_t(r.entry)] = int32_t(j);
-  }
+  BatchUses uses;
+  if (fuse) uses.build(work, block);
   size_t k = 0;
   try {
     for (; k < work.size(); ++k) {
       if (fuse) {
-        size_t end = run_fused_from(work, block, k, last_use);
+        size_t end = run_fused_from(work, block, k, uses);
         if (end > k) {
           k = end - 1;
           continue;

@@ -45,8 +45,15 @@ class LazyExec : public Executor {
   };
   static uint64_t canonical_hash(const std::vector<Entry>& entries);
   // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
-  static bool held_outside(const std::vector<Entry>& work, const Block& block, size_t j);
-  size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const std::vector<int32_t>& last_use);
+  // Who in a batch reads what, built once per barrier for the fusion decisions.
+  struct BatchUses {
+    std::vector<int32_t> last_use;                     // per entry: the last entry reading it
+    std::vector<const Tensor*> placeholder;            // per entry: its output as a later entry holds it
+    std::unordered_map<const TensorImpl*, long> held;  // per input tensor: entries holding it
+    void build(const std::vector<Entry>& work, const Block& block);
+    bool held_outside(const std::vector<Entry>& work, size_t j) const;
+  };
+  size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses);
 
   Stats& stats_;
   std::vector<Entry> pending_;

@@ -7,24 +7,32 @@
 
 namespace terra::runtime {
 
+void LazyExec::BatchUses::build(const std::vector<Entry>& work, const Block& block) {
+  last_use.assign(work.size(), -1);
+  placeholder.assign(work.size(), nullptr);
+  held.clear();
+  for (size_t r = 0; r < work.size(); ++r)
+    for (size_t i = 0; i < block.refs[r].size(); ++i) {
+      held[work[r].inputs[i].impl()]++;
+      const int32_t e = block.refs[r][i].entry;
+      if (e < 0) continue;
+      last_use[size_t(e)] = int32_t(r);
+      if (!placeholder[size_t(e)]) placeholder[size_t(e)] = &work[r].inputs[i];
+    }
+}
+
 // Whether anything but this batch's own entries holds entry j's placeholder (the program, autograd
 // saving it for backward, a detached copy sharing its pending value): then its value must exist
 // after the barrier. Later entries hold the placeholder as an input; those are not counted.
-bool LazyExec::held_outside(const std::vector<Entry>& work, const Block& block, size_t j) {
-  const Tensor* ph = nullptr;  // the placeholder, as a later entry holds it
-  for (size_t r = j + 1; r < work.size() && !ph; ++r)
-    for (size_t i = 0; i < block.refs[r].size(); ++i)
-      if (block.refs[r][i].entry == int32_t(j)) ph = &work[r].inputs[i];
+bool LazyExec::BatchUses::held_outside(const std::vector<Entry>& work, size_t j) const {
+  const Tensor* ph = placeholder[j];
   if (!ph) return work[j].cell.use_count() > 1;  // no later entry reads it: only a placeholder holds the cell
   if (ph->impl()->pending.use_count() > 1) return true;  // another tensor shares its value (detach)
-  long holders = 0;
-  for (size_t r = j + 1; r < work.size(); ++r)
-    for (const Tensor& t : work[r].inputs) holders += t.impl() == ph->impl() ? 1 : 0;
-  return ph->impl_ptr().use_count() > holders;
+  auto it = held.find(ph->impl());
+  return ph->impl_ptr().use_count() > (it == held.end() ? 0 : it->second);
 }
 
-size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, size_t k,
-                                const std::vector<int32_t>& last_use) {
+size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses) {
   auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out.dtype); };
   if (k + 1 >= work.size() || !fusible(work[k]) || !fusible(work[k + 1])) return k;
   const int64_t n = numel_of(work[k].out.shape);
@@ -96,7 +104,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
       if (a.storage == b.storage && (b.numel != n || a.offset != b.offset)) return k;
     }
   for (size_t j = k; j < m; ++j)
-    if (!work[j].op->has(kInplace) && (last_use[j] >= int32_t(m) || held_outside(work, block, j)))
+    if (!work[j].op->has(kInplace) && (uses.last_use[j] >= int32_t(m) || uses.held_outside(work, j)))
       keep[out_slot[j - k]] = 1;
   try {
     for (size_t j = k; j < m; ++j) {
