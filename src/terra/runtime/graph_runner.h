@@ -76,6 +76,8 @@ class GraphRunner {
   // Returns false when the recorded shapes no longer hold (the ops ran unfused; drop the plan).
   bool run_segment(const std::vector<graph::Item>& block, FusedSegment& seg, bool first_read);
   // Runs ops [seg.begin, seg.begin + count) one by one after their inputs were gathered.
+  // Whether every input read_inputs would take from a ring is there (skip: inputs not read).
+  bool inputs_present(const graph::OpNode& op, const Message* v, const uint8_t* skip);
   // Whether begin_op(op, p) would return without waiting for the host.
   bool may_begin(const graph::OpNode& op, uint64_t p) const;
   void run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count);

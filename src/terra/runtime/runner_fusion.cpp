@@ -11,6 +11,8 @@
 
 namespace terra::runtime {
 
+using graph::Input;
+
 BlockPlan& GraphRunner::plan_of(const std::vector<graph::Item>& block) {
   auto it = plans_.find(&block);
   if (it != plans_.end()) return it->second;
@@ -110,6 +112,20 @@ void GraphRunner::explain_span(const std::vector<graph::Item>& block, const Fusi
   }
 }
 
+bool GraphRunner::inputs_present(const graph::OpNode& op, const Message* v, const uint8_t* skip) {
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (skip && skip[i]) continue;
+    const Input& x = op.inputs[i];
+    const trace::Source* s = nullptr;
+    if (x.kind == Input::Value) s = &x.src;
+    else if (x.kind == Input::Phi && v && i < v->phi.size() && v->phi[i] < x.candidates.size()) s = &x.candidates[v->phi[i]];
+    if (!s || s->kind != trace::Source::Op) continue;
+    std::vector<Tensor>* r = env_[s->node].at(ring_index(*s, op.node));
+    if (!r || s->out >= r->size() || !(*r)[s->out].defined()) return false;
+  }
+  return true;
+}
+
 void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count) {
   for (uint32_t j = 0; j < count; ++j) {
     const graph::OpNode& op = block[seg.begin + j].op;
@@ -142,6 +158,19 @@ bool GraphRunner::run_segment(const std::vector<graph::Item>& block, FusedSegmen
     try {
       cur_node_ = op.node;
       Message* v = begin_op(op, pos_ + j);
+      // An input whose producer did not run means the runner is past the host's path; waiting for
+      // the host's abort while holding validated ops could deadlock a host that fetches one of
+      // them. Run those first; the rest goes op by op.
+      if (j > 0 && !inputs_present(op, v, seg.internal[j].data())) {
+        run_gathered(block, seg, j);
+        std::vector<Tensor>& in = node_in_[op.node];
+        read_inputs(op, v, in, nullptr);
+        const PhiloxKey rng = v ? v->rng : PhiloxKey{};
+        if (v) ch_.pop();
+        run_read_op(op, rng);
+        for (uint32_t k = j + 1; k < n; ++k) run_op(block[seg.begin + k].op);
+        return true;
+      }
       read_inputs(op, v, node_in_[op.node], seg.internal[j].data());
       if (v) ch_.pop();
     } catch (...) {
