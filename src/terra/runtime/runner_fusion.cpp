@@ -155,27 +155,31 @@ bool GraphRunner::run_segment(const std::vector<graph::Item>& block, FusedSegmen
         return true;
       }
     }
+    Message* v = nullptr;
+    bool missing = false;
     try {
       cur_node_ = op.node;
-      Message* v = begin_op(op, pos_ + j);
+      v = begin_op(op, pos_ + j);
       // An input whose producer did not run means the runner is past the host's path; waiting for
       // the host's abort while holding validated ops could deadlock a host that fetches one of
-      // them. Run those first; the rest goes op by op.
-      if (j > 0 && !inputs_present(op, v, seg.internal[j].data())) {
-        run_gathered(block, seg, j);
-        std::vector<Tensor>& in = node_in_[op.node];
-        read_inputs(op, v, in, nullptr);
-        const PhiloxKey rng = v ? v->rng : PhiloxKey{};
+      // them. Run those first (below); this op and the rest then go op by op.
+      missing = j > 0 && !inputs_present(op, v, seg.internal[j].data());
+      if (!missing) {
+        read_inputs(op, v, node_in_[op.node], seg.internal[j].data());
         if (v) ch_.pop();
-        run_read_op(op, rng);
-        for (uint32_t k = j + 1; k < n; ++k) run_op(block[seg.begin + k].op);
-        return true;
       }
-      read_inputs(op, v, node_in_[op.node], seg.internal[j].data());
-      if (v) ch_.pop();
     } catch (...) {
       run_gathered(block, seg, j);  // an error there is the earlier one: it replaces this
       throw;
+    }
+    if (missing) {
+      run_gathered(block, seg, j);
+      read_inputs(op, v, node_in_[op.node], nullptr);  // raises the abort (or the mismatch) with nothing held
+      const PhiloxKey rng = v ? v->rng : PhiloxKey{};
+      if (v) ch_.pop();
+      run_read_op(op, rng);
+      for (uint32_t k = j + 1; k < n; ++k) run_op(block[seg.begin + k].op);
+      return true;
     }
   }
   cur_node_ = kNoNode;
