@@ -92,16 +92,19 @@ void GraphRunner::explain_span(const std::vector<graph::Item>& block, const Fusi
               std::to_string(block[seg.begin].op.node) + ")";
       continue;
     }
-    size_t scratch = 0, written = 0;
+    size_t scratch = 0, written = 0, scratch_bytes = 0;
     for (size_t j = 0; j < seg.out_slot.size(); ++j) {
       const bool own = !(block[seg.begin + j].op.op->has(kInplace));
       if (own && seg.read_outside[j]) written++;
-      else if (own) scratch++;
+      else if (own) {
+        scratch++;
+        scratch_bytes += size_t(seg.kernel.numel) * itemsize(seg.out_meta[j].dtype);
+      }
     }
     text += "\n  " + seg.kernel.describe() + "  [" + std::to_string(seg.end - seg.begin) + " ops -> 1 kernel; " +
             std::to_string(written) + " outputs written out, " + std::to_string(scratch) +
             " kept in tiles unless the host holds them (" +
-            std::to_string(scratch * size_t(seg.kernel.numel) * itemsize(seg.kernel.slot_dtype.back())) +
+            std::to_string(scratch_bytes) +
             " bytes not allocated per run)]";
   }
   text += "\n  kernels: " + std::to_string(sp.end - sp.begin) + " before, " + std::to_string(kernels) + " after";
