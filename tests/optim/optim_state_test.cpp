@@ -316,8 +316,9 @@ void expect_modes_equal(const std::function<std::unique_ptr<optim::Optimizer>(st
   ASSERT_GT(eager.values.size(), 13u);  // losses, state, parameters
   expect_same(eager, co, "coexec");
   expect_same(eager, lazy, "lazy");
-  // The count tensors and step scalars are ordinary graph values: most steps co-execute.
-  EXPECT_EQ(co.stats.fallbacks, 0);
+  // The count tensors and step scalars are ordinary graph values: most steps co-execute. The step
+  // where b1 sits out first is a new path: one fallback at most (none if it was still tracing).
+  EXPECT_LE(co.stats.fallbacks, 1);
   EXPECT_GT(co.stats.steps - co.stats.traces, 3);
 }
 

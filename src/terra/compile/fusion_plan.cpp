@@ -138,7 +138,9 @@ BlockPlan plan_block(const std::vector<graph::Item>& block) {
   uint32_t k = 0;
   const uint32_t n = uint32_t(block.size());
   auto ok = [&](uint32_t i) {
-    return !block[i].is_loop && block[i].op.num_outputs == 1 && fusible_elementwise(*block[i].op.op);
+    // A node with symbolic attributes takes them from its message: it runs on its own.
+    return !block[i].is_loop && block[i].op.num_outputs == 1 && !block[i].op.symbolic_attrs &&
+           fusible_elementwise(*block[i].op.op);
   };
   while (k < n) {
     if (!ok(k)) {

@@ -39,6 +39,34 @@ bool Attrs::operator==(const Attrs& o) const {
   return true;
 }
 
+int64_t Attrs::varying(const Attrs& o, std::string* guard) const {
+  auto fail = [&](const std::string& why) -> int64_t {
+    if (guard) *guard = why;
+    return -1;
+  };
+  if (items_.size() != o.items_.size()) return fail("another attribute list");
+  int64_t mask = 0;
+  for (size_t k = 0; k < items_.size(); ++k) {
+    const auto& [n, v] = items_[k];
+    const auto& w = o.items_[k].second;
+    if (std::strcmp(n, o.items_[k].first) != 0) return fail("another attribute list");
+    if (v == w) continue;
+    if (v.index() != w.index()) return fail(std::string("attribute ") + n + " changed type");
+    if (std::holds_alternative<bool>(v) || std::holds_alternative<DType>(v) || k >= 62)
+      return fail(item_str(k) + " became " + o.item_str(k));
+    if (auto* a = std::get_if<std::vector<int64_t>>(&v); a && a->size() != std::get<std::vector<int64_t>>(w).size())
+      return fail(std::string("attribute ") + n + " changed length (rank) from " + item_str(k) + " to " + o.item_str(k));
+    mask |= int64_t(1) << k;
+  }
+  return mask;
+}
+
+std::string Attrs::item_str(size_t k) const {
+  Attrs one;
+  one.items_.push_back(items_.at(k));
+  return one.str();
+}
+
 static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
 size_t Attrs::hash() const {

@@ -185,6 +185,7 @@ Tensor Tensor::detach() const {
   d->storage = s.storage;
   d->pending = s.pending;
   d->base = s.base;  // not impl_: a saved output's alias must not own the output (a cycle through grad_fn)
+  d->alias_of = impl_;
   d->trace_step = s.trace_step;  // same value: graph modes see the same producer
   d->trace_rec = s.trace_rec;
   d->trace_out = s.trace_out;

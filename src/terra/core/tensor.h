@@ -37,6 +37,9 @@ struct TensorImpl {
   uint32_t output_nr = 0;
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<TensorImpl> base;  // for views: the tensor whose storage this one views
+  // For detach(): the tensor this one is an alias of (same storage and layout). Weak: a saved
+  // output's alias must not own the output. Graph modes key an alias of a parameter as the parameter.
+  std::weak_ptr<TensorImpl> alias_of;
 
   // Which op call of which traced/co-executed step produced the current value (0: none); graph
   // modes use it to find an input's producer without a side table.

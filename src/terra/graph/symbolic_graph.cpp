@@ -24,9 +24,10 @@ struct Gen {
     o.node = n->id;
     o.op = n->op;
     o.attrs = n->attrs;
+    o.symbolic_attrs = n->symbolic_attrs;
     o.num_outputs = n->num_outputs;
     o.fetched = std::find(n->fetched.begin(), n->fetched.end(), true) != n->fetched.end();
-    bool msg = n->op->has(kRandom);
+    bool msg = n->op->has(kRandom) || n->symbolic_attrs != 0;
     for (size_t i = 0; i < n->sources.size(); ++i) {
       const auto& set = n->sources[i];
       Input in;

@@ -24,9 +24,10 @@ struct OpNode {
   uint32_t node = 0;  // TraceGraph node id
   const OpDef* op = nullptr;
   Attrs attrs;
+  int64_t symbolic_attrs = 0;  // bit k: attribute k comes with each call's message (TraceGraph Node)
   std::vector<Input> inputs;
   uint32_t num_outputs = 0;
-  bool needs_message = false;  // waits for a message from the host: feeds, phis, random keys
+  bool needs_message = false;  // waits for a message from the host: feeds, phis, random keys, symbolic attributes
   // An in-place write that needs no message: runs only once the host validated its position
   // (StepState::host_pos), so no write the host has not reached is ever committed.
   bool wait_validated = false;

@@ -126,6 +126,7 @@ struct Message {
   static constexpr uint32_t kSkipped = ~0u;
   std::vector<FeedValue> feeds;  // Validate: per input (set for fed inputs)
   std::vector<uint32_t> phi;     // Validate: per input, chosen candidate for phi inputs (may exceed 255)
+  Attrs attrs;                   // Validate of a node with symbolic attributes: the call's own
   PhiloxKey rng;
   std::shared_ptr<StepState> step;  // StepBegin
 };

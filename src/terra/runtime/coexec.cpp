@@ -344,10 +344,18 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     return execute_eager(op, in, attrs, meta, rng);
   }
   events_.clear();
-  trace::Node* n = cursor_->match(&op, attrs, loc, &events_);
+  int64_t varied = 0;
+  trace::Node* n = cursor_->match(&op, attrs, loc, &events_, &varied);
   if (!n) {
+    std::string guard = explain_dir_.empty() ? "" : cursor_->near_miss(&op, attrs, loc);
     fall_back(std::string("new path: ") + op.name + "(" + attrs.str() + ") at " + loc.str() +
-              " is not among the graph's next calls");
+              " is not among the graph's next calls" + (guard.empty() ? "" : " (" + guard + ")"));
+    return trace_call(op, in, attrs, meta, rng, loc);
+  }
+  if (varied & ~n->symbolic_attrs) {  // the graph baked these values in: trace, and take them per call from now on
+    fall_back(std::string("attributes of ") + op.name + " (node " + std::to_string(n->id) + ") took new values: " +
+              n->attrs.str() + " before, " + attrs.str() + " now");
+    events_.clear();
     return trace_call(op, in, attrs, meta, rng, loc);
   }
   const std::vector<uint32_t>& exec = cursor_->exec_count();
@@ -376,11 +384,13 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       for (size_t k = 0; k < set.size(); ++k)
         if (set[k] == got) idx = int(k);
     } else {
-      got.kind = trace::Source::Variable;
-      got.var_id = trace::external_key(*t, step_first_id_);
-      hin[i] = {true, 0, 0, in[i].impl_ptr(), got.var_id};
+      trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
+      const bool fresh = ext.key == trace::kFreshKey;  // host data made in this step: only a feed takes it
+      got.kind = fresh ? trace::Source::External : trace::Source::Variable;
+      got.var_id = fresh ? 0 : ext.key;
+      hin[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
-        if (set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
+        if (!fresh && set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (set[k].kind == trace::Source::External) idx = int(k);
     }
@@ -418,6 +428,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     v.rng = rng;
     v.feeds.swap(feeds_);
     v.phi.swap(phi_);
+    if (n->symbolic_attrs) v.attrs = attrs;
     runner_->channel().commit();
   }
 
@@ -471,8 +482,10 @@ std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const T
     TensorImpl* t = in[i].impl();
     if (t->trace_step == step_uid_)
       r.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
-    else
-      r.inputs[i] = {true, 0, 0, in[i].impl_ptr(), trace::external_key(*t, step_first_id_)};
+    else {
+      trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
+      r.inputs[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
+    }
   }
   r.fetched.assign(out.size(), false);
   r.out_meta.reserve(out.size());

@@ -16,9 +16,9 @@ namespace terra::runtime {
 
 using graph::Input;
 
-std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in,
+std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, const Attrs& attrs,
                                           const std::vector<TensorMeta>& meta, PhiloxKey rng) {
-  return execute_eager(*op.op, in, op.attrs, meta, rng, /*bump_version=*/false);
+  return execute_eager(*op.op, in, attrs, meta, rng, /*bump_version=*/false);
 }
 
 const std::vector<TensorMeta>& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
@@ -292,6 +292,7 @@ void GraphRunner::run_op(const graph::OpNode& op, OpRecord* rec) {
   std::vector<Tensor>& in = node_in_[op.node];
   read_inputs(op, v, in, nullptr);
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
+  if (op.symbolic_attrs) std::swap(call_attrs_, v->attrs);  // the call's own values (a symbolic node always has a message)
   if (v) ch_.pop();
   run_read_op(op, rng, rec);
 }
@@ -301,8 +302,12 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
   cur_node_ = op.node;
   // A regenerated graph keeps every node id's op and attributes (TraceGraph nodes never change),
   // so cached metas stay valid; new nodes get empty entries.
-  const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
-  std::vector<Tensor> outs = exec_.run_op(op, in, meta, rng);
+  // A node with symbolic attributes runs with the call's values (infers its shapes every time).
+  const Attrs& attrs = op.symbolic_attrs ? call_attrs_ : op.attrs;
+  const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
+                                        : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
+                                                            : meta_[op.node].get(op, in);
+  std::vector<Tensor> outs = exec_.run_op(op, in, attrs, meta, rng);
   cur_node_ = kNoNode;
   if (rec) {
     rec->in.resize(in.size());

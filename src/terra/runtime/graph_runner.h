@@ -23,7 +23,8 @@ class BlockExecutor {
  public:
   virtual ~BlockExecutor() = default;
   // `meta`: the outputs' shapes and dtypes, inferred by the runner once per input signature.
-  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs,
+  // `attrs`: the node's, or the call's own for a node with symbolic attributes.
+  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs,
                                      const std::vector<TensorMeta>& meta, PhiloxKey rng);
 };
 
@@ -107,6 +108,8 @@ class GraphRunner {
   };
   std::vector<MetaCache> meta_;
   const std::vector<TensorMeta> no_meta_;  // views and in-place ops allocate nothing
+  Attrs call_attrs_;                       // the current symbolic node's attributes, from its message
+  std::vector<TensorMeta> call_meta_;      // and its outputs' metas
   std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;

@@ -137,7 +137,7 @@ void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const Fuse
       if (seg.internal[j][i]) in[i] = (*env_[op.inputs[i].src.node].at(0)).at(op.inputs[i].src.out);
     cur_node_ = op.node;
     const std::vector<TensorMeta>& meta = op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
-    std::vector<Tensor> outs = exec_.run_op(op, in, meta, PhiloxKey{});
+    std::vector<Tensor> outs = exec_.run_op(op, in, op.attrs, meta, PhiloxKey{});
     cur_node_ = kNoNode;
     finish_op(op, in, outs);
   }

@@ -20,6 +20,13 @@ std::string Source::str() const {
 
 bool Node::has_succ(const Node* n) const { return std::find(succ.begin(), succ.end(), n) != succ.end(); }
 
+std::string Node::symbolic_str() const {
+  std::string s;
+  for (size_t k = 0; k < attrs.items().size(); ++k)
+    if (symbolic_attrs >> k & 1) s.append(s.empty() ? "" : ",").append(attrs.items()[k].first);
+  return s;
+}
+
 std::string Node::label() const {
   switch (kind) {
     case Start: return "start";
@@ -42,10 +49,10 @@ Cursor::Cursor(TraceGraph& g, bool strict) : g_(g), strict_(strict) {
   exec_count_.assign(g.num_nodes(), 0);
 }
 
-bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l) const {
+bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, bool varying) const {
   for (const Node* ch : loop->body->start->succ) {
-    if (ch->matches(op, a, l)) return true;
-    if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l)) return true;
+    if (ch->matches(op, a, l) || (varying && ch->matches_varying(op, a, l) >= 0)) return true;
+    if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, varying)) return true;
   }
   return false;
 }
@@ -54,24 +61,35 @@ static int64_t fixed_trips(const Node* loop) {
   return loop->trip_counts.size() == 1 ? *loop->trip_counts.begin() : -1;
 }
 
-Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* ev) {
+Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* ev, int64_t* varied) {
   if (exec_count_.size() < g_.num_nodes()) exec_count_.resize(g_.num_nodes(), 0);
+  if (varied) *varied = 0;
   for (;;) {
     Frame& f = frames_.back();
+    auto take = [&](Node* ch) {
+      if (ev) ev->push_back({Event::Edge, f.cur, ch});
+      f.cur = ch;
+      f.path.push_back(ch);
+      exec_count_[ch->id]++;
+      return ch;
+    };
     for (Node* ch : f.cur->succ)
-      if (ch->matches(op, a, l)) {
-        if (ev) ev->push_back({Event::Edge, f.cur, ch});
-        f.cur = ch;
-        f.path.push_back(ch);
-        exec_count_[ch->id]++;
-        return ch;
-      }
+      if (ch->matches(op, a, l)) return take(ch);
+    // Exact first (successor, then loop entry), then the same call sites with other attribute values.
     Node* entered = nullptr;
-    for (Node* ch : f.cur->succ)
-      if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l)) {
-        entered = ch;
-        break;
-      }
+    for (int pass = 0; pass < 2 && !entered; ++pass) {
+      for (Node* ch : f.cur->succ)
+        if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, pass == 1)) {
+          entered = ch;
+          break;
+        }
+      if (pass == 0 && !entered)
+        for (Node* ch : f.cur->succ)
+          if (int64_t m = ch->matches_varying(op, a, l); m >= 0) {
+            if (varied) *varied = m;
+            return take(ch);
+          }
+    }
     if (entered) {
       if (ev) ev->push_back({Event::Edge, f.cur, entered});
       f.cur = entered;
@@ -85,7 +103,8 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
       int64_t fixed = strict_ ? fixed_trips(loop) : -1;
       bool again = false;
       for (Node* ch : r->start->succ)
-        again |= ch->matches(op, a, l) || (ch->kind == Node::Loop && loop_accepts(ch, op, a, l));
+        again |= ch->matches(op, a, l) || ch->matches_varying(op, a, l) >= 0 ||
+                 (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, true));
       if (again) {
         if (fixed >= 0 && f.iteration >= fixed) return nullptr;  // more iterations than every trace had
         if (ev) ev->push_back({Event::LoopIterate, f.cur, loop});
@@ -101,6 +120,15 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
     }
     return nullptr;
   }
+}
+
+std::string Cursor::near_miss(const OpDef* op, const Attrs& a, const Location& l) const {
+  for (const Node* ch : frames_.back().cur->succ) {
+    std::string guard;
+    if (ch->kind == Node::OpCall && ch->op == op && ch->loc == l && ch->attrs.varying(a, &guard) < 0)
+      return "guard failed at node " + std::to_string(ch->id) + ": " + guard;
+  }
+  return "";
 }
 
 bool Cursor::can_finish() const {
@@ -257,14 +285,26 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
   return target;
 }
 
-uint64_t external_key(TensorImpl& t, uint64_t step_first_id) {
-  if (t.id < step_first_id || !t.shape.empty() || t.requires_grad || t.grad_fn || !t.has_data()) return t.id;
+static bool same_view(const TensorImpl& a, const TensorImpl& b) {
+  return a.storage == b.storage && a.pending == b.pending && a.offset == b.offset && a.dtype == b.dtype &&
+         a.shape == b.shape && a.strides == b.strides;
+}
+
+ExternalRef external_ref(const std::shared_ptr<TensorImpl>& in, uint64_t step_first_id) {
+  std::shared_ptr<TensorImpl> t = in;
+  while (t->id >= step_first_id) {  // an alias made in the step stands for the tensor it aliases
+    std::shared_ptr<TensorImpl> o = t->alias_of.lock();
+    if (!o || !same_view(*t, *o)) break;
+    t = std::move(o);
+  }
+  if (t->id < step_first_id) return {t, t->id};
+  if (!t->shape.empty() || t->requires_grad || t->grad_fn || !t->has_data()) return {t, kFreshKey};
   double v = 0;
-  visit_dtype(t.dtype, [&](auto z) { v = double(*t.data_as<decltype(z)>()); });
+  visit_dtype(t->dtype, [&](auto z) { v = double(*t->data_as<decltype(z)>()); });
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
-  uint64_t h = (bits * 0x9e3779b97f4a7c15ull) ^ (uint64_t(t.dtype) << 56) ^ (bits >> 29);
-  return h | (1ull << 63);
+  uint64_t h = (bits * 0x9e3779b97f4a7c15ull) ^ (uint64_t(t->dtype) << 56) ^ (bits >> 29);
+  return {t, h | (1ull << 63)};
 }
 
 // A private copy of a baked-in constant: the program may keep and change its own tensor later.
@@ -278,8 +318,8 @@ Source to_source(const RecordSource& rs, const std::vector<uint32_t>& rec_node, 
                  const std::vector<uint32_t>& exec_count) {
   Source s;
   if (rs.external) {
-    s.kind = Source::Variable;
-    s.var_id = rs.key;
+    s.kind = rs.key == kFreshKey ? Source::External : Source::Variable;
+    s.var_id = rs.key == kFreshKey ? 0 : rs.key;
     return s;
   }
   s.kind = Source::Op;
@@ -330,8 +370,14 @@ bool TraceGraph::merge(const Trace& t, std::string* why) {
   };
   for (size_t i = 0; i < t.records.size(); ++i) {
     const Record& r = t.records[i];
-    Node* n = c.match(r.op, r.attrs, r.loc, &ev);
+    int64_t varied = 0;
+    Node* n = c.match(r.op, r.attrs, r.loc, &ev, &varied);
     note_exits();
+    if (n && (varied & ~n->symbolic_attrs)) {
+      n->symbolic_attrs |= varied;
+      note(true, "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " + r.attrs.str() +
+                     "): " + n->symbolic_str() + " taken per call");
+    }
     if (!n) {
       bool ch = false;
       n = extend(c, r, ch);
@@ -390,7 +436,9 @@ static void dot_region(std::ostringstream& os, const Region& r) {
       bool feed = false;
       for (auto& set : n->sources)
         for (auto& s : set) feed |= s.kind == Source::External;
-      os << "  n" << n->id << " [label=\"" << n->id << ": " << lbl << (feed ? " [feed]" : "")
+      std::string sym = n->symbolic_str();
+      if (!sym.empty()) sym = " [symbolic: " + sym + "]";
+      os << "  n" << n->id << " [label=\"" << n->id << ": " << lbl << sym << (feed ? " [feed]" : "")
          << (fetch ? " [fetch]" : "") << "\"" << (n->kind == Node::OpCall ? "" : ",shape=box") << "];\n";
     }
     for (Node* s : n->succ) os << "  n" << n->id << " -> n" << s->id << ";\n";

@@ -39,6 +39,9 @@ struct Node {
   std::vector<std::shared_ptr<TensorImpl>> variables;  // per input: the tensor of its Variable source
   std::vector<bool> fetched;                 // per output: a fetch point
   uint32_t num_outputs = 0;
+  // Bit k: attribute k took different values at this call site (a symbolic dimension, a mutated
+  // hyper-parameter); the host sends the call's own value every time instead of the graph baking it.
+  int64_t symbolic_attrs = 0;
 
   // Loop
   std::unique_ptr<Region> body;
@@ -47,8 +50,13 @@ struct Node {
   bool matches(const OpDef* o, const Attrs& a, const Location& l) const {
     return kind == OpCall && op == o && loc == l && attrs == a;
   }
+  // The same call site with attribute values that may differ (guards hold): the mask of those that do, or -1.
+  int64_t matches_varying(const OpDef* o, const Attrs& a, const Location& l) const {
+    return kind == OpCall && op == o && loc == l ? attrs.varying(a) : -1;
+  }
   bool has_succ(const Node* n) const;
   std::string label() const;
+  std::string symbolic_str() const;  // names of the symbolic attributes, "" if none
 };
 
 struct Region {
@@ -78,8 +86,14 @@ class Cursor {
   };
 
   explicit Cursor(TraceGraph& g, bool strict_trip_counts);
-  // The node matching the call, or null. `events` receives the edges/loop decisions taken.
-  Node* match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* events);
+  // The node matching the call, or null. `events` receives the edges/loop decisions taken. A
+  // successor equal in op, location and attributes wins; else one whose attribute values differ
+  // (same names, types and ranks): `varied` then receives the mask of those attributes.
+  Node* match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* events,
+              int64_t* varied = nullptr);
+  // Why no successor of the walk's position took the call though one has its op and location
+  // (the guard that failed), or "" -- for explain output after match() returned null.
+  std::string near_miss(const OpDef* op, const Attrs& a, const Location& l) const;
   // True if the walk can end the step here (exits open loops, takes an edge to end).
   bool can_finish() const;
   void finish(std::vector<Event>* events);
@@ -87,7 +101,7 @@ class Cursor {
 
  private:
   friend class TraceGraph;
-  bool loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l) const;
+  bool loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, bool varying) const;
   TraceGraph& g_;
   bool strict_;
   std::vector<Frame> frames_;
