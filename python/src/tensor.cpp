@@ -106,7 +106,7 @@ Tensor index_of(const Tensor& x, py::handle idx) {
       int64_t size = r.shape()[size_t(d)];
       if (i < -size || i >= size)
         index_error("[index] index " + std::to_string(i) + " is out of bounds for dim " + std::to_string(d) +
-                    " with size " + std::to_string(size));
+                    " with size " + std::to_string(size) + " (indexing a tensor of shape " + shape_str(x.shape()) + ")");
       r = select(r, d, i < 0 ? i + size : i);
     } else {
       throw std::invalid_argument("[index] unsupported index of type " +
