@@ -1,4 +1,4 @@
-"""The host-language features of the Terra supplement (Appendix D and §6 of docs' contract) inside
+"""The host-language features of the Terra supplement (Appendix D; DESIGN.md §6) inside
 training steps, in eager, lazy and coexec: try/except inside a step (a Python exception and a terra
 error, both caught), closures (a loss factory capturing a tensor and a mutable counter), list/dict
 mutation of model state (a history list, a dict of settings that changes an op's input, a tensor kept
