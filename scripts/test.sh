@@ -89,9 +89,24 @@ if [ -x "$PREFIX/bin/terra-bench" ]; then
   check "Installed terra-bench" env -u LD_LIBRARY_PATH "$PREFIX/bin/terra-bench" --quick --programs resnet \
     --modes eager,coexec --steps 12 --warmup 2 --repeat 1 --csv "$PREFIX/terra-bench.csv"
 fi
-if [ -d "$PREFIX/lib/python3/dist-packages/terra" ]; then
-  check "Installed Python module" env -u LD_LIBRARY_PATH PYTHONPATH="$PREFIX/lib/python3/dist-packages" \
-    /usr/bin/python3 -c 'import terra, sys; assert terra.__file__.startswith(sys.argv[1]), terra.__file__' "$PREFIX"
+# The Python package, both routes of README.md's "Installing the Python package", each imported from
+# another directory with nothing pointing at build/: the cmake --install copy, then `pip install .`
+# into a venv, packaging the build/ folder this script already built (a fresh pip build would compile
+# libterra a second time; the full pip route is checked by hand, see README.md).
+pydir=$(compgen -G "$PREFIX/lib/python3*/dist-packages/terra" | head -1 || true)
+if [ -n "$pydir" ]; then
+  check "Installed Python module" bash -c 'cd "$1" && env -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$2")" \
+    /usr/bin/python3 -c "import terra, sys; assert terra.__file__.startswith(sys.argv[1]), terra.__file__; \
+print(terra.randn(2, 3) @ terra.ones(3))" "$2"' _ "$PREFIX" "$pydir"
+  python_pip() {
+    /usr/bin/python3 -m venv --system-site-packages --without-pip "$PREFIX/venv" &&
+    TERRA_CMAKE_BUILD_DIR="$PWD/build" "$PREFIX/venv/bin/python" -m pip install -q --no-build-isolation \
+      --no-index . &&
+    (cd "$PREFIX" && env -u LD_LIBRARY_PATH -u PYTHONPATH "$PREFIX/venv/bin/python" -c \
+      "import terra, sys; assert terra.__file__.startswith(sys.argv[1]), terra.__file__; print(terra.tensor([[1., 2.], [3., 4.]]))" \
+      "$PREFIX/venv/")
+  }
+  check "pip install into a venv" python_pip
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then

@@ -42,7 +42,21 @@ void expose(py::module_& m, const char* name);
 std::vector<uint64_t> python_location();
 void set_step_frame(PyObject* frame);  // new reference taken; nullptr clears
 
+// Fetch points wait for the graph (co-execution: the runner; lazy: the block) without the GIL, so
+// other Python threads run meanwhile. An op the wait itself runs (a fallback replaying the step)
+// takes the GIL back for its location (location.cpp).
+template <class F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
+// Tensor.numpy(): a view of the tensor's storage where that is safe, else a copy (numpy_share.cpp).
+py::object numpy_of(const Tensor& t);
+
+void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);
+void bind_numpy_share(py::module_& m);
 void bind_creation(py::module_& m);
 void bind_core_ops(py::module_& m);
 void bind_elementwise(py::module_& m);

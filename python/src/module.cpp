@@ -84,14 +84,7 @@ using namespace terra::python;
 
 PYBIND11_MODULE(_terra, m) {
   m.doc() = "terra: imperative-symbolic co-execution runtime (C++ core)";
-  // A storage that cannot be allocated is MemoryError, with terra's "[op] cannot allocate ..." message.
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const OutOfMemory& e) {
-      PyErr_SetString(PyExc_MemoryError, e.what());
-    }
-  });
+  bind_errors(m);  // first: exception classes and their translation (errors.cpp)
 
   py::enum_<DType>(m, "dtype")
       .value("float32", DType::Float32)
@@ -122,6 +115,7 @@ PYBIND11_MODULE(_terra, m) {
   }, "Names of every op registered in libterra.");
 
   bind_tensor(m);
+  bind_numpy_share(m);
   bind_creation(m);
   bind_core_ops(m);
   bind_elementwise(m);

@@ -2,50 +2,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/operators.h>
 
+#include <terra/autograd/node.h>
+
 #include "binding.h"
 
 namespace terra::python {
 namespace {
-
-// Fetch points wait for the graph (co-execution: the runner; lazy: the block) without the GIL, so
-// other Python threads run meanwhile. An op the wait itself runs (a fallback replaying the step)
-// takes the GIL back for its location (location.cpp).
-template <class F>
-auto without_gil(F&& f) {
-  py::gil_scoped_release release;
-  return f();
-}
-
-template <class T>
-py::array to_array(const Tensor& t) {
-  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  if (t.is_contiguous()) {
-    const T* p = t.numel() ? without_gil([&] { return t.data_ptr<T>(); }) : nullptr;  // the fetch point
-    py::array_t<T> a(shape);
-    if (t.numel()) std::memcpy(a.mutable_data(), p, size_t(t.numel()) * sizeof(T));
-    return a;
-  }
-  py::array_t<T> a(shape);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::vector<bool> v = without_gil([&] { return t.to_vector<bool>(); });
-    bool* out = a.mutable_data();
-    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i];
-  } else {
-    std::vector<T> v = without_gil([&] { return t.to_vector<T>(); });
-    if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
-  }
-  return a;
-}
-
-py::array numpy_of(const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::Float32: return to_array<float>(t);
-    case DType::Float64: return to_array<double>(t);
-    case DType::Int64: return to_array<int64_t>(t);
-    case DType::Bool: return to_array<bool>(t);
-  }
-  throw std::runtime_error("[numpy] unknown dtype");
-}
 
 py::object item_of(const Tensor& t) {
   switch (t.dtype()) {
@@ -144,7 +106,7 @@ Tensor index_of(const Tensor& x, py::handle idx) {
       int64_t size = r.shape()[size_t(d)];
       if (i < -size || i >= size)
         index_error("[index] index " + std::to_string(i) + " is out of bounds for dim " + std::to_string(d) +
-                    " with size " + std::to_string(size));
+                    " with size " + std::to_string(size) + " (indexing a tensor of shape " + shape_str(x.shape()) + ")");
       r = select(r, d, i < 0 ? i + size : i);
     } else {
       throw std::invalid_argument("[index] unsupported index of type " +
@@ -178,7 +140,6 @@ void bind_tensor(py::module_& m) {
       .def("_same", &Tensor::same, "True when both handles are the same tensor.")
       // fetch points
       .def("item", &item_of)
-      .def("numpy", &numpy_of)
       .def("tolist", [](const Tensor& t) { return numpy_of(t).attr("tolist")(); })
       .def("__array__", [](const Tensor& t, py::object dtype) {
         py::object a = numpy_of(t);
@@ -206,6 +167,19 @@ void bind_tensor(py::module_& m) {
         return g.defined() ? py::cast(g) : py::none();
       }, [](const Tensor& t, py::object g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      // torch's name style for the node that made this tensor ("mul" -> "MulBackward0"): repr shows it
+      .def_property_readonly("_grad_fn_name", [](const Tensor& t) -> py::object {
+        const auto& fn = t.impl()->grad_fn;
+        if (!fn || !fn->op) return py::none();
+        std::string name;
+        bool up = true;
+        for (const char* c = fn->op->name; *c; ++c) {
+          if (*c == '_') { up = true; continue; }
+          name += up ? char(std::toupper(static_cast<unsigned char>(*c))) : *c;
+          up = false;
+        }
+        return py::str(name + "Backward0");
+      })
       .def("backward", [](const Tensor& t, py::object gradient) {
         t.backward(gradient.is_none() ? Tensor() : gradient.cast<Tensor>());
       }, py::arg("gradient") = py::none())

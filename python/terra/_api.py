@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from . import _terra
+from . import _repr, _terra
 from ._terra import Tensor
 
 
@@ -43,8 +43,14 @@ def tensor(data, dtype=None, requires_grad=False):
 
 
 def from_numpy(array):
-    """A tensor holding a copy of `array` with the same dtype (float16 becomes float32)."""
-    return tensor(np.asarray(array), dtype=None)
+    """A tensor sharing `array`'s memory, as torch.from_numpy: writes through either side are seen
+    by the other, and the tensor keeps the array alive. It shares when the array is a C-contiguous,
+    aligned, writable ndarray of float32, float64, int64 or bool in native byte order; anything
+    else is copied (float16 becomes float32, other integer types int64, as terra.tensor does)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"[from_numpy] expected a numpy.ndarray, got {type(array).__name__}")
+    t = _terra._share_numpy(array)
+    return t if t is not None else tensor(array)
 
 
 def as_tensor(data, dtype=None):
@@ -87,22 +93,23 @@ class enable_grad(_GradMode):
 
 # ---- Tensor protocols implemented in Python ----------------------------------------------------
 
-_DEFAULT_PRINT_DTYPES = ("float32", "int64", "bool")
+class _GradFn:
+    """What made a tensor (torch's grad_fn), by name: repr shows `grad_fn=<MulBackward0>`."""
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def name(self):
+        return self._name
+
+    def __repr__(self):
+        return f"<{self._name} object>"
 
 
-def _tensor_repr(self):
-    a = self.numpy()
-    if a.dtype.kind == "f":
-        body = np.array2string(a, separator=", ", prefix="tensor(", precision=4, suppress_small=False,
-                               floatmode="maxprec_equal")
-    else:
-        body = np.array2string(a, separator=", ", prefix="tensor(")
-    extras = []
-    if self.dtype.name not in _DEFAULT_PRINT_DTYPES or a.size == 0:
-        extras.append(f"dtype={self.dtype}")
-    if self.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+def _grad_fn(self):
+    name = self._grad_fn_name
+    return None if name is None else _GradFn(name)
 
 
 def _tensor_iter(self):
@@ -119,8 +126,9 @@ def _tensor_format(self, spec):
 
 _terra.dtype.__repr__ = lambda self: "terra." + self.name
 _terra.dtype.__str__ = lambda self: "terra." + self.name
-Tensor.__repr__ = _tensor_repr
-Tensor.__str__ = _tensor_repr
+Tensor.__repr__ = _repr.tensor_repr
+Tensor.__str__ = _repr.tensor_repr
+Tensor.grad_fn = property(_grad_fn)
 Tensor.__iter__ = _tensor_iter
 Tensor.__format__ = _tensor_format
 Tensor.__array_ufunc__ = None  # numpy defers to Tensor's reflected operators

@@ -74,7 +74,7 @@ class TestCrossEntropyBadClass(unittest.TestCase):
 
     def test_raised_at_the_call_site_in_every_mode(self):
         ref_losses, ref_error, ref_late, ref_params, _ = self._program("eager")
-        self.assertEqual(ref_error, (ValueError, "[nll_loss] target 4 at position 2 is out of range for 4 classes"))
+        self.assertEqual(ref_error, (terra.InvalidArgumentError, "[nll_loss] target 4 at position 2 is out of range for 4 classes"))
         self.assertEqual(ref_late, [])
         self.assertEqual(len(ref_losses), self.STEPS - 1)
         for mode in ("lazy", "coexec"):

@@ -1,0 +1,210 @@
+"""NumPy without copies (README.md, "NumPy and terra share memory"): terra.from_numpy(a) shares a's
+memory when a is a C-contiguous, aligned, writable float32/float64/int64/bool array, and copies
+otherwise; Tensor.numpy() is a view of the tensor's storage (after its value is materialized) unless
+the tensor is not contiguous or requires grad. Writes through one side are seen by the other where
+sharing is promised, in every mode; the array keeps the storage alive and the tensor keeps the array
+alive.
+
+Run: PYTHONPATH=build/python /usr/bin/python3 tests/python/test_numpy_share.py
+"""
+import gc
+import unittest
+import weakref
+
+import numpy as np
+
+import terra
+import terra.nn as nn
+
+MODES = ("eager", "lazy", "coexec")
+
+
+def settle():
+    """Lets queued releases run (arrays the GraphRunner thread dropped are released by the interpreter)."""
+    for _ in range(3):
+        gc.collect()
+        sum(range(1000))
+
+
+class TestFromNumpy(unittest.TestCase):
+    def test_shares_every_supported_dtype(self):
+        for dt in (np.float32, np.float64, np.int64, np.bool_):
+            a = np.zeros((2, 3), dtype=dt)
+            t = terra.from_numpy(a)
+            self.assertEqual(t.dtype.name, np.dtype(dt).name if dt is not np.bool_ else "bool")
+            a[1, 2] = 1
+            self.assertEqual(t.tolist(), a.tolist(), dt)  # the array's write is the tensor's value
+            self.assertTrue(np.shares_memory(t.numpy(), a), dt)
+
+    def test_tensor_writes_reach_the_array(self):
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        t = terra.from_numpy(a)
+        t.add_(10.0)
+        t[0, 1] = -1.0
+        np.testing.assert_array_equal(a, [[10, -1, 12], [13, 14, 15]])
+
+    def test_copies_what_it_cannot_share(self):
+        base = np.arange(12, dtype=np.float32).reshape(3, 4)
+        ro = base.copy()
+        ro.flags.writeable = False
+        cases = {
+            "transposed": (base.T, "float32"),
+            "sliced": (base[:, ::2], "float32"),
+            "float16": (base.astype(np.float16), "float32"),
+            "int32": (base.astype(np.int32), "int64"),
+            "read-only": (ro, "float32"),
+            "big-endian": (base.astype(">f4"), "float32"),
+        }
+        for name, (a, dtype) in cases.items():
+            with self.subTest(name):
+                t = terra.from_numpy(a)
+                self.assertEqual(t.dtype.name, dtype)
+                np.testing.assert_array_equal(t.numpy(), a.astype(np.float64).astype(t.numpy().dtype))
+                self.assertFalse(np.shares_memory(t.numpy(), a))
+
+    def test_refuses_non_arrays(self):
+        with self.assertRaises(TypeError):
+            terra.from_numpy([1.0, 2.0])
+
+    def test_tensor_keeps_the_array_alive_and_releases_it(self):
+        a = np.arange(1000, dtype=np.float64)
+        ref = weakref.ref(a)
+        t = terra.from_numpy(a)
+        del a
+        settle()
+        self.assertIsNotNone(ref())  # the tensor's storage holds it
+        junk = [terra.randn(1000) for _ in range(20)]  # reuse freed blocks: must not touch the array
+        self.assertEqual(t.sum().item(), sum(range(1000)))
+        del t, junk
+        settle()
+        self.assertIsNone(ref())  # and lets it go with the last tensor
+
+    def test_fed_to_every_mode_and_released(self):
+        """A shared array used by each mode's steps (the runner may drop the last reference in
+        co-execution): values equal eager's, and the array is released afterwards."""
+        results = {}
+        for mode in MODES:
+            terra.manual_seed(1)
+            m = nn.Linear(4, 3)
+            opt = terra.optim.SGD(m.parameters(), lr=0.1)
+            eng = terra.Engine(mode)
+            refs, losses = [], []
+            for s in range(6):
+                a = np.cos(np.arange(20, dtype=np.float32) * (s + 1)).reshape(5, 4)  # a fresh batch per step
+                refs.append(weakref.ref(a))
+                x = terra.from_numpy(a)
+                del a
+                with eng.step():
+                    loss = (m(x) * m(x)).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                losses.append(loss)
+                del x
+            eng.synchronize()
+            results[mode] = [v.item() for v in losses]
+            del eng, losses, loss, opt, m
+            settle()
+            self.assertEqual([r() for r in refs], [None] * 6, mode)
+        self.assertEqual(results["lazy"], results["eager"])
+        self.assertEqual(results["coexec"], results["eager"])
+
+    def test_writes_after_synchronize_are_seen_in_every_mode(self):
+        """The documented rule for graph modes: write a shared array once the steps that read it
+        are done (engine.synchronize()); then every mode computes what eager computes."""
+        results = {}
+        for mode in MODES:
+            terra.manual_seed(2)
+            m = nn.Linear(4, 2)
+            opt = terra.optim.SGD(m.parameters(), lr=0.1)
+            eng = terra.Engine(mode)
+            buf = np.zeros((6, 4), dtype=np.float32)
+            x = terra.from_numpy(buf)
+            out = []
+            for s in range(8):
+                eng.synchronize()
+                buf[:] = np.sin(np.arange(24, dtype=np.float32) + s).reshape(6, 4)
+                with eng.step():
+                    loss = (m(x) * m(x)).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                out.append(loss)
+            eng.synchronize()
+            results[mode] = [v.item() for v in out]
+        self.assertEqual(results["lazy"], results["eager"])
+        self.assertEqual(results["coexec"], results["eager"])
+        self.assertEqual(len(set(results["eager"])), 8)  # each step saw its own batch
+
+
+class TestTensorNumpy(unittest.TestCase):
+    def test_view_shares_both_ways(self):
+        t = terra.arange(6).reshape(2, 3).to(terra.float32).contiguous()
+        v = t.numpy()
+        self.assertTrue(np.shares_memory(v, t.numpy()))
+        v[0, 0] = 42.0
+        self.assertEqual(t[0, 0].item(), 42.0)
+        t.mul_(2.0)
+        self.assertEqual(v.tolist(), [[84.0, 2.0, 4.0], [6.0, 8.0, 10.0]])
+
+    def test_view_keeps_the_storage_alive(self):
+        t = terra.full((256,), 3.5)
+        v = t.numpy()
+        del t
+        gc.collect()
+        junk = [terra.full((256,), -1.0) for _ in range(50)]  # would reuse a freed block
+        self.assertTrue(np.all(v == 3.5))
+        del junk
+
+    def test_copies_when_not_contiguous_or_requires_grad(self):
+        t = terra.arange(6).reshape(2, 3).to(terra.float32)
+        tt = t.t()
+        a = tt.numpy()
+        np.testing.assert_array_equal(a, np.arange(6, dtype=np.float32).reshape(2, 3).T)
+        a[0, 0] = 9.0
+        self.assertEqual(t[0, 0].item(), 0.0)  # a copy
+        w = terra.randn(3, requires_grad=True)
+        c = w.numpy()
+        c[0] = 1e6
+        self.assertNotEqual(w[0].item(), 1e6)
+        d = w.detach().numpy()  # torch's way to a shared view of a parameter
+        d[0] = 5.0
+        self.assertEqual(w[0].item(), 5.0)
+
+    def test_pending_values_are_materialized_then_shared(self):
+        for mode in MODES:
+            eng = terra.Engine(mode)
+            for s in range(4):  # coexec: traced first, then the values are the runner's
+                with eng.step():
+                    x = terra.arange(4).to(terra.float32) + float(s)
+                    y = x * 2.0
+                    v = y.numpy()  # a fetch point: waits for the value
+                    self.assertEqual(v.tolist(), [2.0 * (i + s) for i in range(4)], mode)
+                    y.add_(1.0)  # a write after the view: the view follows it
+                    self.assertEqual(y.sum().item(), sum(2.0 * (i + s) + 1 for i in range(4)))
+                    self.assertEqual(v.tolist(), [2.0 * (i + s) + 1 for i in range(4)], mode)
+            eng.synchronize()
+
+    def test_view_of_a_held_value_stays_put_in_every_mode(self):
+        for mode in MODES:
+            terra.manual_seed(3)
+            m = nn.Linear(4, 2)
+            opt = terra.optim.SGD(m.parameters(), lr=0.1)
+            eng = terra.Engine(mode)
+            x = terra.randn(8, 4)
+            held = None
+            for s in range(6):
+                with eng.step():
+                    loss = (m(x) * m(x)).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    if s == 2:
+                        held = loss.detach().numpy()
+                        first = float(held)
+            eng.synchronize()
+            self.assertEqual(float(held), first, mode)  # later steps never reuse its memory
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
