@@ -13,9 +13,12 @@ steps/s = (N - W) / (full - head), the median over --repeat repetitions. The che
 step's loss with eager's exactly (==, tolerance 0); exit status 1 if any differs or a run failed.
 
 PyTorch rows: bench/torch_programs.py (the same ten in PyTorch; found next to the checkout this package
-was built from, or --torch-script PATH), run with torch.set_num_threads(the same thread count), OpenBLAS
-(one BLAS thread, as scripts/bench_programs.sh). torch is never imported by terra itself: only that
-script, in its own process, imports it. --no-torch skips it; --torch FILE reads its CSV instead.
+was built from, or --torch-script PATH), run with torch.set_num_threads(the same thread count) at torch's
+best setting on this machine: OMP_WAIT_POLICY=PASSIVE and OpenBLAS with one BLAS thread (as
+scripts/bench_programs.sh and docs/terra-bench.md), for torch's process only. torch is never imported by
+terra itself: only that script, in its own process. --no-torch skips it; --torch FILE reads its CSV.
+
+Defaults: 60 steps, 15 warm-up, 3 repetitions (--quick: 40 and 10), as scripts/bench_programs.sh.
 """
 import argparse
 import csv
@@ -44,9 +47,10 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python3 -m terra.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--programs", default="all", help="all, or names separated by commas")
     ap.add_argument("--modes", default="eager,lazy,coexec", help="eager is always run (the reference)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 20; --quick: 12)")
-    ap.add_argument("--warmup", type=int, default=None, help="steps not timed (default min(5, steps/4))")
-    ap.add_argument("--repeat", type=int, default=1, help="timed (full, head) pairs; steps/s is their median")
+    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 60; --quick: 40)")
+    ap.add_argument("--warmup", type=int, default=None, help="steps not timed (default 15; --quick: 10; at "
+                    "most steps/4 when --steps is given alone)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed (full, head) pairs; steps/s is their median")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="the programs' quick sizes")
     ap.add_argument("--threads", type=int, default=0, help="terra.set_num_threads and torch's (default: "
@@ -62,12 +66,14 @@ def parse_args(argv):
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    # scripts/bench_programs.sh's defaults (the C++ table in docs/terra-bench.md): 60/15, --quick 40/10.
+    default_steps, default_warmup = (40, 10) if args.quick else (60, 15)
     if args.steps is None:
-        args.steps = 12 if args.quick else 20
+        args.steps = default_steps
     if args.steps < 1:
         ap.error("--steps must be >= 1")
     if args.warmup is None:
-        args.warmup = min(5, args.steps // 4)
+        args.warmup = min(default_warmup, args.steps // 4)
     if args.warmup >= args.steps:
         ap.error("--warmup must be smaller than --steps")
     args.repeat = max(1, args.repeat)
@@ -199,7 +205,11 @@ def run_torch(args, threads, say):
         fd, path = tempfile.mkstemp(suffix=".csv", prefix="terra-bench-torch-")
         os.close(fd)
         env = dict(os.environ)
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # its pool spins next to torch's (bench_programs.sh)
+        # torch at its best thread setting (DESIGN.md §8): libgomp's workers wait passively (spinning ones
+        # fight for the 2 cores), and OpenBLAS's pool, which spins next to torch's, runs one thread
+        # (bench_programs.sh). Only torch's process gets these; terra reads no OMP_* variable.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
         if os.path.isdir(OPENBLAS_DIR):
             env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
                                                      else "")
@@ -229,12 +239,12 @@ def run_torch(args, threads, say):
 
 
 class Progress:
-    """tqdm's bar when it is importable (Debian: python3-tqdm) and stderr is a terminal-like stream;
-    otherwise terra-bench's plain `[k/total] program mode ... result` lines."""
+    """tqdm's bar on stderr when tqdm is importable (Debian: python3-tqdm) and stderr is a terminal;
+    otherwise (or with --no-progress) terra-bench's plain `[k/total] program mode ... result` lines."""
 
     def __init__(self, total, plain):
         self.k, self.total, self.bar = 0, total, None
-        if not plain:
+        if not plain and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
                 self.bar = tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
