@@ -39,17 +39,19 @@ def write(rows, modes, with_torch, out_dir):
 
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(programs)), 4.5))
     width = 0.8 / len(series)
+    top = 1.0
     for i, s in enumerate(series):
         xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(programs))]
-        vals = [value(p, s) for p in programs]
-        ax.bar(xs, [v if _finite(v) else 0 for v in vals], width, label=s.replace("_", " "),
-               color=COLORS.get(s))
+        vals = [v if _finite(v) else 0 for v in (value(p, s) for p in programs)]
+        top = max([top] + vals)
+        ax.bar(xs, vals, width, label=s.replace("_", " "), color=COLORS.get(s))
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylim(0, top * 1.25)  # room for the legend above the bars
     ax.set_xticks(range(len(programs)))
     ax.set_xticklabels(programs, rotation=30, ha="right")
     ax.set_ylabel("steps/s relative to terra eager")
     ax.set_title("Python programs: steady-state speed per mode (higher is better)")
-    ax.legend()
+    ax.legend(ncol=len(series), loc="upper left")
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "speedup.png"), dpi=110)
     plt.close(fig)
@@ -67,7 +69,8 @@ def write(rows, modes, with_torch, out_dir):
         ax.set_xticklabels([r["program"] for r in co], rotation=30, ha="right")
         ax.set_ylabel("% of the N-step run's wall time")
         ax.set_title("Python co-execution: host and runner busy / stall (Terra Fig. 6)")
-        ax.legend()
+        ax.set_ylim(0, 125)
+        ax.legend(ncol=len(keys), loc="upper left")
         fig.tight_layout()
         fig.savefig(os.path.join(out_dir, "breakdown.png"), dpi=110)
         plt.close(fig)
