@@ -99,6 +99,33 @@ class ProgramsTest(unittest.TestCase):
         self.assertEqual(bert_cls.f1_macro()(truth, pred),
                          f1_score(truth, pred, labels=[0, 1, 2], average="macro", zero_division=0))
 
+    def test_hand_written_f1_without_sklearn(self):
+        # sklearn missing -> the hand-written macro F1 (with a note on stderr); it must agree with sklearn's.
+        import contextlib
+        import io
+        import sys
+        from terra.programs import bert_cls
+        truth, pred = [0, 1, 2, 2, 1, 0, 1], [0, 2, 2, 2, 1, 1, 1]
+        saved = sys.modules.get("sklearn.metrics")
+        sys.modules["sklearn.metrics"] = None  # makes `from sklearn.metrics import ...` raise ImportError
+        try:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                hand = bert_cls.f1_macro()(truth, pred)
+        finally:
+            if saved is None:
+                del sys.modules["sklearn.metrics"]
+            else:
+                sys.modules["sklearn.metrics"] = saved
+        self.assertIn("hand-written", err.getvalue())
+        try:
+            from sklearn.metrics import f1_score
+        except ImportError:
+            self.assertAlmostEqual(hand, (2 / 3 + 2 * 2 / (2 * 2 + 1 + 1) + 2 * 2 / (2 * 2 + 1 + 0)) / 3)
+        else:
+            self.assertAlmostEqual(hand, f1_score(truth, pred, labels=[0, 1, 2], average="macro", zero_division=0),
+                                   places=12)
+
     def test_music_transformer_loss_read_after_the_step(self):
         # The loss stays on the trainer object and is reduced outside the step: in co-execution that read
         # must see the step's value, not a placeholder.
