@@ -151,7 +151,8 @@ def run_one(args, name, mode, threads):
         row.update(ok=False, error=f"expected {args.steps} losses, got {len(row['losses'])}")
         return row
     steady = args.steps - args.warmup
-    rates = sorted(steady / (f - h) if f > h else math.nan for f, h in row["reps"])
+    # A pair whose head run took as long as the full run (timer noise on tiny runs) gives no rate.
+    rates = sorted(steady / (f - h) for f, h in row["reps"] if f > h) or [math.nan]
     row["steps_per_s"] = statistics.median(rates)
     row["sps_min"], row["sps_max"] = rates[0], rates[-1]
     check_prefix(row, args)
