@@ -81,6 +81,16 @@ class ProgramsTest(unittest.TestCase):
                 again = programs.run(name, "eager", steps=STEPS, quick=True, seed=0)
                 self.assertEqual(again.losses, self.result(name, "eager").losses)
 
+    def test_fetch_every_step(self):
+        # on_step fetches each loss inside its step (a new fetch point): co-execution must still match eager.
+        for name in ("gpt2", "dropblock", "sdpoint"):
+            with self.subTest(program=name):
+                seen = []
+                r = programs.run(name, "coexec", steps=STEPS, quick=True, seed=0,
+                                 on_step=lambda i, v: seen.append((i, v)))
+                self.assertEqual(r.losses, self.result(name, "eager").losses)
+                self.assertEqual(seen, list(enumerate(r.losses)))
+
     def test_bert_cls_f1_on_fetched_predictions(self):
         for mode in ("eager", "lazy", "coexec"):
             with self.subTest(mode=mode):
