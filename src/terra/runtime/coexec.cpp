@@ -556,7 +556,8 @@ void CoExecSession::fall_back(const std::string& why) {
 
 void CoExecSession::finish_trace() {
   std::string why;
-  bool changed = tg_.merge(trace_, &why);
+  bool generalized = false;
+  bool changed = tg_.merge(trace_, &why, &generalized);
   stats_.traces++;
   if (changed) explain("trace of step " + std::to_string(stats_.steps) + " extended the TraceGraph: " + why);
   note_growth(changed);
@@ -564,10 +565,15 @@ void CoExecSession::finish_trace() {
   if (fell_back_) {
     regenerate();  // resume co-execution at once with a graph that holds this trace
     converged_ = true;
-  } else if (!changed) {
+  } else if (!changed || generalized || ++extending_traces_ >= 2) {
+    // A trace that only generalized nodes (symbolic attributes, new feeds) added no path to confirm.
+    // Past the first two traces (the second shows what differs between steps), a path still new
+    // costs no more as a fallback (the runner computes the matched prefix) than as another trace.
     regenerate();
     converged_ = true;
-    explain("trace of step " + std::to_string(stats_.steps) + " is covered: co-execution starts");
+    explain("trace of step " + std::to_string(stats_.steps) +
+            (!changed ? " is covered" : generalized ? " only generalized the graph" : " added a path") +
+            ": co-execution starts");
   }
 }
 

@@ -304,6 +304,13 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
   // so cached metas stay valid; new nodes get empty entries.
   // A node with symbolic attributes runs with the call's values (infers its shapes every time).
   const Attrs& attrs = op.symbolic_attrs ? call_attrs_ : op.attrs;
+  // A view allocates nothing, but its shape inference still runs (cached per input shapes): ahead of
+  // the host, the runner may meet an input of another shape than the baked attributes fit, and
+  // must raise there (the host then falls back) rather than make a view past the storage.
+  if (op.op->has(kView)) {
+    if (op.symbolic_attrs) op.op->infer(in, attrs);
+    else meta_[op.node].get(op, in);
+  }
   const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
                                         : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
                                                             : meta_[op.node].get(op, in);

@@ -351,11 +351,12 @@ bool add_source(Node& n, size_t input, const Source& s, const std::shared_ptr<Te
   return true;
 }
 
-bool TraceGraph::merge(const Trace& t, std::string* why) {
-  bool changed = empty();
-  auto note = [&](bool ch, const std::string& what) {
+bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized) {
+  bool changed = empty(), structural = changed;
+  auto note = [&](bool ch, const std::string& what, bool generalizes = false) {
     if (ch && why && why->empty()) *why = what;
     changed |= ch;
+    structural |= ch && !generalizes;
   };
   if (changed) note(true, "first trace");
   Cursor c(*this, false);
@@ -375,8 +376,10 @@ bool TraceGraph::merge(const Trace& t, std::string* why) {
     note_exits();
     if (n && (varied & ~n->symbolic_attrs)) {
       n->symbolic_attrs |= varied;
-      note(true, "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " + r.attrs.str() +
-                     "): " + n->symbolic_str() + " taken per call");
+      note(true,
+           "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " + r.attrs.str() +
+               "): " + n->symbolic_str() + " taken per call",
+           true);
     }
     if (!n) {
       bool ch = false;
@@ -387,8 +390,11 @@ bool TraceGraph::merge(const Trace& t, std::string* why) {
     rec_exec[i] = c.exec_count()[n->id] - 1;
     for (size_t k = 0; k < r.inputs.size(); ++k) {
       Source s = to_source(r.inputs[k], rec_node, rec_exec, c.exec_count());
-      note(add_source(*n, k, s, r.inputs[k].tensor),
-           "new source " + s.str() + " for input " + std::to_string(k) + " of node " + std::to_string(n->id));
+      bool had = !n->sources[k].empty();
+      bool added = add_source(*n, k, s, r.inputs[k].tensor);
+      // An input that was one tensor and is now fed generalizes the node; a new producer does not.
+      bool fed = had && n->sources[k].size() == 1 && n->sources[k][0].kind == Source::External;
+      note(added, "new source " + s.str() + " for input " + std::to_string(k) + " of node " + std::to_string(n->id), fed);
     }
     for (size_t k = 0; k < r.fetched.size(); ++k)
       if (r.fetched[k] && !n->fetched[k]) {
@@ -411,6 +417,7 @@ bool TraceGraph::merge(const Trace& t, std::string* why) {
     link(f.cur, f.region->end);
     note(true, "new end of step");
   }
+  if (only_generalized) *only_generalized = changed && !structural;
   return changed;
 }
 

@@ -112,8 +112,10 @@ class TraceGraph {
  public:
   TraceGraph();
   // Merges a trace; returns false if the trace was already fully covered (nothing changed).
-  // `why`, if given, receives what the first change was (for explain output).
-  bool merge(const Trace& t, std::string* why = nullptr);
+  // `why`, if given, receives what the first change was (for explain output). `only_generalized`,
+  // if given, is set when every change only generalized existing nodes (attributes became symbolic,
+  // an input became a feed): no new node, edge, producer, fetch point or trip count.
+  bool merge(const Trace& t, std::string* why = nullptr, bool* only_generalized = nullptr);
   Region& root() { return *root_; }
   const Region& root() const { return *root_; }
   Node* node(uint32_t id) const { return nodes_[id]; }
