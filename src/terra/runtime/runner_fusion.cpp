@@ -3,6 +3,7 @@
 // then publishes each op's outputs in position order as if they had run one by one. Whatever
 // stops the gathering midway (an abort, a failed feed) first runs the ops before it one by one,
 // as eager would have, so no prefix the host validated is ever lost.
+#include <algorithm>
 #include <cstdio>
 
 #include "terra/compile/fused_elementwise.h"
@@ -37,6 +38,11 @@ void GraphRunner::run_span(const std::vector<graph::Item>& block, BlockPlan& pla
       same = c.key[i].shape == in0[i].impl()->shape && c.key[i].dtype == in0[i].impl()->dtype;
     if (same) sp = &c;
   }
+  // Another shape (a new batch, a symbolic dimension): a plan whose fused segments all adapt to any
+  // shape of their structure runs as is; each segment rebinds itself or, failing, runs unfused.
+  for (size_t c = variants.size(); !sp && c-- > 0;)
+    if (std::all_of(variants[c].segs.begin(), variants[c].segs.end(), [](auto& s) { return !s.fused || s.rebindable; }))
+      sp = &variants[c];
   if (!sp) {  // op by op, recording the shapes the segments are cut by
     if (variants.size() >= BlockPlan::kMaxVariants) {
       run_read_op(op0, PhiloxKey{});
