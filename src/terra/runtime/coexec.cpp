@@ -228,6 +228,17 @@ void CoExecSession::regenerate() {
     std::ofstream(explain_dir_ + "/symbolic_" + std::to_string(stats_.graph_generations) + ".dot") << sg_->dot();
     explain("generated graph " + std::to_string(stats_.graph_generations) + " (" + std::to_string(tg_.num_nodes()) +
             " trace nodes) into " + explain_dir_);
+    // Which attributes the graph takes per call instead of baking them (symbolic dimensions).
+    std::string sym;
+    int count = 0;
+    for (size_t id = 0; id < tg_.num_nodes(); ++id) {
+      const trace::Node* n = tg_.node(uint32_t(id));
+      if (n->kind != trace::Node::OpCall || !n->symbolic_attrs) continue;
+      if (++count <= 12) sym += "\n  node " + std::to_string(id) + " " + n->op->name + ": " + n->symbolic_str();
+    }
+    if (count)
+      explain(std::to_string(count) + " nodes take symbolic attributes per call" + sym +
+              (count > 12 ? "\n  ..." : ""));
   }
 }
 
