@@ -39,6 +39,16 @@ bool Attrs::operator==(const Attrs& o) const {
   return true;
 }
 
+// Attributes that say which computation a call is rather than how big: a reduction over another
+// dim is another call, not the same call at another size. (A conv's stride may vary: layers sharing
+// a call site in a loop over blocks then share a node, which measured fewer traces than not.)
+static bool structural(const char* name) {
+  static const char* const kNames[] = {"dim", "dims", "reduction", "ignore_index", "padding_idx", "dtype"};
+  for (const char* n : kNames)
+    if (std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
 int64_t Attrs::varying(const Attrs& o, std::string* guard) const {
   auto fail = [&](const std::string& why) -> int64_t {
     if (guard) *guard = why;
@@ -52,7 +62,7 @@ int64_t Attrs::varying(const Attrs& o, std::string* guard) const {
     if (std::strcmp(n, o.items_[k].first) != 0) return fail("another attribute list");
     if (v == w) continue;
     if (v.index() != w.index()) return fail(std::string("attribute ") + n + " changed type");
-    if (std::holds_alternative<bool>(v) || std::holds_alternative<DType>(v) || k >= 62)
+    if (std::holds_alternative<bool>(v) || std::holds_alternative<DType>(v) || structural(n) || k >= 62)
       return fail(item_str(k) + " became " + o.item_str(k));
     if (auto* a = std::get_if<std::vector<int64_t>>(&v); a && a->size() != std::get<std::vector<int64_t>>(w).size())
       return fail(std::string("attribute ") + n + " changed length (rank) from " + item_str(k) + " to " + o.item_str(k));

@@ -43,7 +43,8 @@ class Attrs {
   bool operator!=(const Attrs& o) const { return !(*this == o); }
   size_t hash() const;
   // Two calls at one call site (Terra's symbolic dimensions): -1 if a guard fails -- another name,
-  // type or list length (rank), or another bool/dtype value (these change what the op computes);
+  // type or list length (rank), another bool/dtype value, or another structural value (dim(s),
+  // reduction, ignore_index, ...: these change what the op computes);
   // otherwise a bit per item whose value differs (ints, doubles and lists of one length may vary:
   // the graph takes them per call). `guard` receives what failed, for explain output.
   int64_t varying(const Attrs& o, std::string* guard = nullptr) const;
