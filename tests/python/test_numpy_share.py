@@ -210,9 +210,10 @@ def refill(buf, s):
     buf[:] = np.sin(np.arange(buf.size, dtype=np.float32) * 0.7 + s).reshape(buf.shape)
 
 
-def train_on_shared_buffer(mode, between=None, inside=None, steps=12, view_source=False):
+def train_on_shared_buffer(mode, between=None, inside=None, end=None, steps=12, view_source=False):
     """Trains on one buffer NumPy refills before every step (a loader reusing its array); `between(x, s)`
-    runs outside the steps, `inside(x, buf, s)` inside after the forward pass. Returns the losses, what
+    runs outside the steps, `inside(x, buf, s)` inside after the forward pass, `end(x, s)` at the end of
+    the step (after the optimizer). Returns the losses, what
     NumPy reads in the buffer right after each step (no synchronize), and the engine's stats."""
     terra.manual_seed(5)
     m = nn.Linear(4, 3)
@@ -236,6 +237,8 @@ def train_on_shared_buffer(mode, between=None, inside=None, steps=12, view_sourc
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if end:
+                end(x, s)
         losses.append(loss)
         seen.append(buf.copy())
     eng.synchronize()
@@ -287,11 +290,16 @@ class TestSharedBufferRefilled(unittest.TestCase):
     def test_written_in_place_by_terra_inside_steps(self):
         # The write reaches NumPy's memory when eager's does (read right after the step, before the
         # next refill overwrites it), and the ops after it read the written values.
-        def inside(x, buf, s):
+        def end(x, s):
             with terra.no_grad():
                 x.mul_(2.0)
                 x[0].add_(float(s))  # through a view of the shared memory
-        self.assert_modes_equal(inside=inside)
+                x.add_((x * x).sum() * 0.01)  # and with a value the graph computes
+        eager = self.assert_modes_equal(end=end)
+        _, seen, _ = train_on_shared_buffer("eager", end=end)
+        buf = np.zeros((6, 4), dtype=np.float32)
+        refill(buf, 11)
+        self.assertFalse(np.array_equal(seen[-1], buf))  # the writes did reach NumPy's memory
 
     def test_batches_sliced_from_one_shared_array(self):
         # A loader holding its data set in one array, slicing a batch per step (views of shared
