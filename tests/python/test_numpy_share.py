@@ -110,8 +110,8 @@ class TestFromNumpy(unittest.TestCase):
         self.assertEqual(results["coexec"], results["eager"])
 
     def test_writes_after_synchronize_are_seen_in_every_mode(self):
-        """The documented rule for graph modes: write a shared array once the steps that read it
-        are done (engine.synchronize()); then every mode computes what eager computes."""
+        """Writing a shared array after engine.synchronize() (the old rule, no longer needed: see
+        TestSharedBufferRefilled) still gives every mode eager's results."""
         results = {}
         for mode in MODES:
             terra.manual_seed(2)
