@@ -52,7 +52,9 @@ auto without_gil(F&& f) {
 }
 
 // Tensor.numpy(): a view of the tensor's storage where that is safe, else a copy (numpy_share.cpp).
-py::object numpy_of(const Tensor& t);
+// A writable view marks the storage foreign (NumPy may write it; graph modes then copy it where
+// they defer a read); terra's own reads (tolist, printing) take a read-only one.
+py::object numpy_of(const Tensor& t, bool writable);
 
 void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);

@@ -77,6 +77,7 @@ Tensor share_array(const py::array& a) {
   auto* s = new Storage();
   s->data = const_cast<void*>(a.data());
   s->nbytes = size_t(a.nbytes());
+  s->foreign = true;  // NumPy writes it without telling terra: graph modes copy it where they defer a read
   impl->storage = std::shared_ptr<Storage>(s, [owner](Storage* st) {
     st->data = nullptr;  // not terra's block: ~Storage must not return it to the allocator
     st->nbytes = 0;
@@ -103,26 +104,30 @@ py::array copy_out(const Tensor& t) {
 }
 
 template <class T>
-py::array to_array(const Tensor& t) {
+py::array to_array(const Tensor& t, bool writable) {
   if (!t.is_contiguous() || t.requires_grad() || t.numel() == 0) return copy_out<T>(t);
   const T* p = without_gil([&] { return t.data_ptr<T>(); });  // the fetch point (waits for the value)
+  // A writable view lets NumPy write the storage behind terra's back, as from_numpy does.
+  if (writable) t.impl()->storage->foreign = true;
   // The array keeps the storage alive, not the tensor: the tensor may die first.
   auto* keep = new std::shared_ptr<Storage>(t.impl()->storage);
   py::capsule base(keep, [](void* k) { delete static_cast<std::shared_ptr<Storage>*>(k); });
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   std::vector<py::ssize_t> strides(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) strides[d] = py::ssize_t(t.strides()[d]) * py::ssize_t(sizeof(T));
-  return py::array_t<T>(shape, strides, p, base);
+  py::array a = py::array_t<T>(shape, strides, p, base);
+  if (!writable) py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
 }
 
 }  // namespace
 
-py::object numpy_of(const Tensor& t) {
+py::object numpy_of(const Tensor& t, bool writable) {
   switch (t.dtype()) {
-    case DType::Float32: return to_array<float>(t);
-    case DType::Float64: return to_array<double>(t);
-    case DType::Int64: return to_array<int64_t>(t);
-    case DType::Bool: return to_array<bool>(t);
+    case DType::Float32: return to_array<float>(t, writable);
+    case DType::Float64: return to_array<double>(t, writable);
+    case DType::Int64: return to_array<int64_t>(t, writable);
+    case DType::Bool: return to_array<bool>(t, writable);
   }
   throw std::runtime_error("[numpy] unknown dtype");
 }
@@ -133,9 +138,11 @@ void bind_numpy_share(py::module_& m) {
     Tensor t = share_array(a);
     return t.defined() ? py::cast(t) : py::none();
   }, py::arg("array"), "A tensor sharing the array's memory, or None when it cannot share (then from_numpy copies).");
-  tensor_class(m).def("numpy", &numpy_of,
+  tensor_class(m).def("numpy", [](const Tensor& t) { return numpy_of(t, true); },
                       "The value as a NumPy array sharing the tensor's memory (a copy when the tensor is not "
                       "contiguous or requires grad). A fetch point.");
+  // For terra's own reads (printing): a read-only view, so the storage is not marked foreign.
+  tensor_class(m).def("_numpy_read", [](const Tensor& t) { return numpy_of(t, false); });
 }
 
 }  // namespace terra::python

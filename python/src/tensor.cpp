@@ -140,9 +140,9 @@ void bind_tensor(py::module_& m) {
       .def("_same", &Tensor::same, "True when both handles are the same tensor.")
       // fetch points
       .def("item", &item_of)
-      .def("tolist", [](const Tensor& t) { return numpy_of(t).attr("tolist")(); })
+      .def("tolist", [](const Tensor& t) { return numpy_of(t, false).attr("tolist")(); })
       .def("__array__", [](const Tensor& t, py::object dtype) {
-        py::object a = numpy_of(t);
+        py::object a = numpy_of(t, true);  // np.asarray(t) may be written, as t.numpy()
         return dtype.is_none() ? a : a.attr("astype")(dtype);
       }, py::arg("dtype") = py::none())
       .def("__float__", [](const Tensor& t) { return without_gil([&] { return t.item<double>(); }); })

@@ -34,7 +34,7 @@ def tensor(data, dtype=None, requires_grad=False):
             t = t.to(dtype)
     else:
         if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-            data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+            data = [x._numpy_read() if isinstance(x, Tensor) else x for x in data]
         arr = np.asarray(data)
         t = _terra._from_numpy(arr, _default_dtype(arr, data) if dtype is None else dtype)
     if requires_grad:

@@ -119,7 +119,7 @@ def grad_fn_suffix(t):
 
 
 def tensor_repr(t):
-    a = np.asarray(t.numpy())  # the fetch point
+    a = np.asarray(t._numpy_read())  # the fetch point (a read-only view: printing shares nothing)
     dtype = t.dtype.name
     suffixes = []
     if a.size == 0:

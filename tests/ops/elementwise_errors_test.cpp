@@ -11,12 +11,14 @@
 namespace terra {
 namespace {
 
-// Expects `f` to throw std::invalid_argument starting with `prefix` and containing each of `parts`.
+// Expects `f` to throw E (std::invalid_argument by default; std::out_of_range for a dim out of range,
+// as torch's IndexError) starting with `prefix` and containing each of `parts`.
+template <class E = std::invalid_argument>
 void expect_error(const std::function<void()>& f, const std::string& prefix, std::vector<std::string> parts = {}) {
   try {
     f();
     ADD_FAILURE() << "no exception; expected " << prefix;
-  } catch (const std::invalid_argument& e) {
+  } catch (const E& e) {
     std::string m = e.what();
     EXPECT_EQ(m.rfind(prefix, 0), 0u) << "message: " << m;
     for (auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "message lacks '" << p << "': " << m;
@@ -59,13 +61,14 @@ TEST(ElementwiseErrors, WrongDTypeForMaskOrCondition) {
 
 TEST(ElementwiseErrors, BadReductionDims) {
   Tensor x = ones({2, 3});
-  expect_error([&] { max(x, 2); }, "[max]", {"dim 2", "rank 2"});
-  expect_error([&] { min(x, -3); }, "[min]", {"dim -3", "rank 2"});
-  expect_error([&] { argmax(x, 5); }, "[argmax]", {"dim 5"});
-  expect_error([&] { argmin(x, -4, true); }, "[argmin]", {"dim -4"});
-  expect_error([&] { var(x, {0, 0}); }, "[var]", {"[0, 0]"});
-  expect_error([&] { var(x, {2}); }, "[var]", {"dim 2"});
-  expect_error([&] { std_(x, {-3}); }, "[var]", {"dim -3"});
+  using std::out_of_range;
+  expect_error<out_of_range>([&] { max(x, 2); }, "[max]", {"dim 2", "rank 2", "[-2, 1]"});
+  expect_error<out_of_range>([&] { min(x, -3); }, "[min]", {"dim -3", "rank 2"});
+  expect_error<out_of_range>([&] { argmax(x, 5); }, "[argmax]", {"dim 5"});
+  expect_error<out_of_range>([&] { argmin(x, -4, true); }, "[argmin]", {"dim -4"});
+  expect_error([&] { var(x, {0, 0}); }, "[var]", {"[0, 0]"});  // a repeated dim is a bad value, not an index
+  expect_error<out_of_range>([&] { var(x, {2}); }, "[var]", {"dim 2"});
+  expect_error<out_of_range>([&] { std_(x, {-3}); }, "[var]", {"dim -3"});
   Tensor e = ones({2, 0});
   expect_error([&] { max(e); }, "[max]", {"[2, 0]"});
   expect_error([&] { min(e); }, "[min]", {"[2, 0]"});

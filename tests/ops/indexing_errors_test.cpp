@@ -9,13 +9,14 @@
 namespace terra {
 namespace {
 
-// Runs f, expects std::invalid_argument whose message contains every needle.
-template <class F>
+// Runs f, expects E (std::invalid_argument; std::out_of_range for a dim out of range, torch's
+// IndexError) whose message contains every needle.
+template <class E = std::invalid_argument, class F>
 void expect_error(F f, std::initializer_list<std::string> needles) {
   try {
     f();
     ADD_FAILURE() << "no exception; expected one mentioning " << *needles.begin();
-  } catch (const std::invalid_argument& e) {
+  } catch (const E& e) {
     std::string msg = e.what();
     for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "message: " << msg << "\nmissing: " << n;
   }
@@ -35,7 +36,7 @@ TEST(IndexingErrors, CatShapeMismatch) {
   expect_error([] { cat({zeros({2, 3}), zeros({2, 4})}, 0); }, {"[cat]", "[2, 4]", "[2, 3]"});
   expect_error([] { cat({zeros({2, 3}), zeros({2, 3, 1})}, 0); }, {"[cat]", "[2, 3, 1]"});
   expect_error([] { cat({}, 0); }, {"[cat]"});
-  expect_error([] { cat({zeros({2, 3})}, 2); }, {"[cat]"});
+  expect_error<std::out_of_range>([] { cat({zeros({2, 3})}, 2); }, {"[cat]", "dim 2", "[-2, 1]"});
   expect_error([] { stack({zeros({2, 3}), zeros({3, 2})}, 0); }, {"[stack]", "[3, 2]", "[2, 3]"});
   still_works();
 }
@@ -95,7 +96,8 @@ TEST(IndexingErrors, OtherArguments) {
   expect_error([] { split(zeros({5}), std::vector<int64_t>{2, 2}, 0); }, {"[split]", "[2, 2]", "[5]"});
   expect_error([] { split(zeros({5}), 0, 0); }, {"[split]"});
   expect_error([] { chunk(zeros({5}), 0, 0); }, {"[chunk]"});
-  expect_error([] { softmax(zeros({2, 3}), 2); }, {"[softmax]"});
+  expect_error<std::out_of_range>([] { softmax(zeros({2, 3}), 2); },
+                                  {"[softmax] dim 2 is out of range for a tensor of rank 2 (expected to be in range of [-2, 1])"});
   expect_error([] { softmax(idx({1, 2}, {2}), 0); }, {"[softmax]", "int64"});
   expect_error([] { cross_entropy(zeros({2, 3}), idx({0, 1}, {2}), -100, "avg"); }, {"[cross_entropy]", "avg"});
   expect_error([] { embedding(zeros({4, 2}), idx({0}, {1}), 4); }, {"[embedding]", "padding_idx"});

@@ -118,6 +118,7 @@ USER_ERRORS = [
     ("fed class index", lambda: F.cross_entropy(f32(2, 3), terra.tensor([0, 3])), terra.InvalidArgumentError,
      ["[nll_loss]", "3"]),
     ("index out of range", lambda: f32(3, 2)[3], IndexError, ["[index]", "[3, 2]"]),
+    ("dim out of range", lambda: terra.softmax(f32(3, 2), 2), IndexError, ["[softmax]", "dim 2", "rank 2", "[-2, 1]"]),
     ("int beyond int64", lambda: terra.zeros(2 ** 70), OverflowError, []),
     ("impossible allocation", lambda: terra.zeros(2 ** 60), terra.OutOfMemoryError, ["[", "bytes", "shape"]),
     ("float where an int goes", lambda: f32(2, 3).transpose(0.5, 1), TypeError, ["transpose"]),

@@ -109,7 +109,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
   if (op.check_values) check_values(op, in, attrs);
   Executor* ex = current_executor();
   std::vector<Tensor> out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
-  if (ex && op.has(kInplace) && in[0].impl()->storage) in[0].impl()->storage->deferred_write.store(true);
+  // (An in-place write a graph mode defers marks its storage deferred_write: placeholder_outputs.)
 
   if (node) {
     node->out_meta.reserve(out.size());

@@ -78,9 +78,11 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
 
 int64_t wrap_dim(const char* op, int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;  // a 0-d tensor accepts dim 0 and -1, as torch does
+  // std::out_of_range, as torch raises IndexError here (Python maps out_of_range to IndexError).
   if (dim < -r || dim >= r)
-    throw std::invalid_argument(std::string("[") + op + "] dim " + std::to_string(dim) +
-                                " is out of range for a tensor of rank " + std::to_string(rank));
+    throw std::out_of_range(std::string("[") + op + "] dim " + std::to_string(dim) +
+                            " is out of range for a tensor of rank " + std::to_string(rank) +
+                            " (expected to be in range of [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "])");
   return dim < 0 ? dim + r : dim;
 }
 

@@ -23,7 +23,7 @@ Shape contiguous_strides(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 // Numpy broadcasting; throws std::invalid_argument naming `op` when shapes do not broadcast.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
-// Wraps a possibly negative dim into [0, rank); throws naming `op` when out of range.
+// Wraps a possibly negative dim into [0, rank); throws std::out_of_range naming `op` when out of range.
 int64_t wrap_dim(const char* op, int64_t dim, int64_t rank);
 
 }  // namespace terra

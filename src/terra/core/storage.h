@@ -22,6 +22,11 @@ struct Storage {
   // A graph mode recorded an in-place write here: the host bytes may be stale (or being written
   // by the GraphRunner) from then on, so host-side value checks never read them. Sticky.
   std::atomic<bool> deferred_write{false};
+  // The host may write these bytes behind terra's back: a NumPy array's buffer (terra.from_numpy)
+  // or a storage handed to NumPy as a writable view (Tensor.numpy()). Such writes bump no version
+  // and reach no graph, so a graph mode that would read the bytes after the op call copies them at
+  // the call instead (host_snapshot in tensor.h): it reads what eager would have read. Sticky.
+  std::atomic<bool> foreign{false};
 };
 
 }  // namespace terra

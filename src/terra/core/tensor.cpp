@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -77,6 +78,34 @@ Tensor empty(const Shape& shape, DType dtype, const char* op) {
     throw OutOfMemory(cannot_allocate(op, nbytes, shape, dtype));
   }
   return Tensor(std::move(t));
+}
+
+bool needs_snapshot(const TensorImpl& t) {
+  return t.has_data() && t.storage->foreign.load(std::memory_order_relaxed) &&
+         !t.storage->deferred_write.load(std::memory_order_relaxed);
+}
+
+std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t) {
+  // Only the span of elements `t` reaches: a batch sliced from a large NumPy array copies the batch.
+  int64_t lo = t.offset, hi = t.offset;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    int64_t reach = (t.shape[d] - 1) * t.strides[d];  // numel > 0 here: every size is at least 1
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const size_t isz = itemsize(t.dtype), nbytes = size_t(hi - lo + 1) * isz;
+  auto c = std::make_shared<TensorImpl>();
+  c->shape = t.shape;
+  c->strides = t.strides;
+  c->offset = t.offset - lo;
+  c->numel = t.numel;
+  c->dtype = t.dtype;
+  try {
+    c->storage = std::make_shared<Storage>(nbytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(cannot_allocate("snapshot", nbytes, t.shape, t.dtype));
+  }
+  std::memcpy(c->storage->data, static_cast<const char*>(t.storage->data) + lo * int64_t(isz), nbytes);
+  return c;
 }
 
 const Shape& Tensor::shape() const { return need(impl_.get(), "shape").shape; }

@@ -137,4 +137,13 @@ uint64_t next_tensor_id();
 void check_allocatable(const char* op, const Shape& shape, DType dtype);
 Tensor empty(const Shape& shape, DType dtype = DType::Float32, const char* op = "empty");
 
+// True when a graph mode that takes `t` from outside its graph (a feed, a recorded host tensor)
+// must copy its value at the call: the host may overwrite the bytes before the graph runs
+// (Storage::foreign) and terra owes them no deferred write (whose order the graph keeps, so the
+// bytes are not the value yet and a copy would be wrong).
+bool needs_snapshot(const TensorImpl& t);
+// A private copy of the bytes `t` covers, laid out as in `t` (same shape, strides and dtype): the
+// value eager would read at this call. Throws OutOfMemory when the copy cannot be allocated.
+std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t);
+
 }  // namespace terra

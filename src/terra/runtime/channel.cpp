@@ -1,5 +1,6 @@
 #include "terra/runtime/channel.h"
 
+#include "terra/core/allocator.h"
 #include "terra/core/random.h"
 #include "terra/core/wait.h"
 
@@ -73,7 +74,10 @@ bool try_rethrow(std::exception_ptr err, const std::string& context) {
 }  // namespace
 
 void rethrow_with_context(std::exception_ptr err, const std::string& context) {
-  // Most derived first: the program sees the exception type eager would have raised.
+  // Most derived first: the program sees the exception type eager would have raised (OutOfMemory
+  // is a runtime_error, which would otherwise catch it: Python would see RuntimeError, not
+  // terra.OutOfMemoryError).
+  try_rethrow<OutOfMemory>(err, context);
   try_rethrow<std::invalid_argument>(err, context);
   try_rethrow<std::out_of_range>(err, context);
   try_rethrow<std::domain_error>(err, context);

@@ -347,12 +347,26 @@ void CoExecSession::send_events() {
 
 static std::string describe(const trace::Source& s) { return s.str(); }
 
+// An in-place write into NumPy's memory or a view of it (runs_on_host): run now, kept out of the
+// trace and the graph like a stateful op. The target is a host tensor again from here on, so
+// later reads of it are feeds of its value at their call.
+static std::vector<Tensor> host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                     std::vector<TensorMeta>& meta, PhiloxKey rng) {
+  std::vector<Tensor> out = execute_eager(op, in, attrs, meta, rng);
+  if (op.has(kInplace)) in[0].impl()->trace_step = 0;
+  return out;
+}
+
 std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                                  std::vector<TensorMeta>& meta, PhiloxKey rng,
                                                  const trace::Location& loc) {
   if (op.has(kStateful)) {  // effects outside tensors never enter the graph
     sync_validated();
     return execute_eager(op, in, attrs, meta, rng);
+  }
+  if (runs_on_host(op, in)) {
+    if (op.has(kInplace)) sync_validated();  // an earlier op's error is raised before NumPy's memory changes
+    return host_call(op, in, attrs, meta, rng);
   }
   events_.clear();
   int64_t varied = 0;
@@ -396,10 +410,14 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
         if (set[k] == got) idx = int(k);
     } else {
       trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
+      // NumPy may overwrite a shared array before the runner reads it: feed a copy taken now.
+      const bool snap = needs_snapshot(*t);
+      if (snap) ext = {host_snapshot(*t), trace::kFreshKey};
       const bool fresh = ext.key == trace::kFreshKey;  // host data made in this step: only a feed takes it
       got.kind = fresh ? trace::Source::External : trace::Source::Variable;
       got.var_id = fresh ? 0 : ext.key;
-      hin[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
+      hin[i] = {true, 0, 0, ext.tensor, ext.key};
+      if (snap && msg) feeds_[i] = FeedValue{Tensor(std::move(ext.tensor)), nullptr, 0};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (!fresh && set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
@@ -422,7 +440,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())
           feeds_[i] = FeedValue{Tensor(), sp->cell, sp->out};
-        else
+        else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
       }
     }
@@ -482,6 +500,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
 std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                               std::vector<TensorMeta>& meta, PhiloxKey rng,
                                               const trace::Location& loc) {
+  if (runs_on_host(op, in)) return host_call(op, in, attrs, meta, rng);
   std::vector<Tensor> out = execute_eager(op, in, attrs, meta, rng);
   if (op.has(kStateful)) return out;
   trace::Record r;
@@ -495,6 +514,7 @@ std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const T
       r.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
     else {
       trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
+      if (needs_snapshot(*t)) ext.key = trace::kFreshKey;  // a feed in the graph (ran eagerly here)
       r.inputs[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
     }
   }

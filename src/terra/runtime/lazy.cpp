@@ -45,12 +45,19 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
     barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
+  if (runs_on_host(op, in)) {  // into NumPy's memory: at the call, after what precedes it
+    if (op.has(kInplace)) barrier();
+    return execute_eager(op, in, attrs, meta, rng);
+  }
   Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, std::make_shared<ValueCell>(), {}};
   if (!meta.empty()) e.out = meta[0];
   e.refs.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     auto* lp = dynamic_cast<LazyPending*>(in[i].impl()->pending.get());
     if (lp && lp->batch == batch_ && !in[i].impl()->has_data()) e.refs[i] = {lp->entry, lp->out};
+    // NumPy may overwrite a shared array before the barrier: keep the value of this call.
+    else if (needs_snapshot(*in[i].impl()))
+      e.inputs[i] = Tensor(host_snapshot(*in[i].impl()));
   }
   int32_t idx = int32_t(pending_.size());
   std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {

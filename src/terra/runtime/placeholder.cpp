@@ -12,6 +12,10 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
   } else if (op.has(kInplace)) {
     out.push_back(in[0]);
     in[0].impl()->storage->version.fetch_add(1);
+    // The write is owed from here on: the host bytes are not this value until the graph runs it.
+    // Set only where a write is really deferred (not where a graph mode ran the op at once), so a
+    // NumPy-shared storage written eagerly between steps is still copied when a step reads it.
+    in[0].impl()->storage->deferred_write.store(true);
   } else {
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
@@ -26,6 +30,10 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
     }
   }
   return out;
+}
+
+bool runs_on_host(const OpDef& op, std::span<const Tensor> in) {
+  return (op.has(kInplace) || op.has(kView)) && !in.empty() && needs_snapshot(*in[0].impl());
 }
 
 }  // namespace terra::runtime

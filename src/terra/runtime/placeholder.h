@@ -16,4 +16,10 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
                                         std::vector<TensorMeta>& meta,
                                         const std::function<std::shared_ptr<PendingValue>(uint32_t)>& pending);
 
+// Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a
+// view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view
+// is a host tensor), and every op that reads it takes a copy of its value at the call
+// (host_snapshot). True for such an op call, whose target `in[0]` needs_snapshot.
+bool runs_on_host(const OpDef& op, std::span<const Tensor> in);
+
 }  // namespace terra::runtime
