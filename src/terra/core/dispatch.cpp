@@ -1,4 +1,5 @@
 #include "terra/core/dispatch.h"
+#include "terra/core/execute.h"
 
 #include <stdexcept>
 #include <string>
@@ -8,22 +9,29 @@
 #include "terra/core/random.h"
 
 namespace terra {
-std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
+void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                        const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version, std::vector<Tensor>& out) {
+  out.clear();
   if (op.has(kView)) {
     in[0].impl()->data();  // a pending value must exist before a view of it can point into it
-    return {op.view(in[0], attrs)};
+    out.push_back(op.view(in[0], attrs));
+    return;
   }
   if (op.has(kInplace)) {
-    std::vector<Tensor> out{in[0]};
+    out.push_back(in[0]);
     op.kernel(KernelArgs{in, out, attrs, rng});
     if (bump_version) in[0].impl()->storage->version.fetch_add(1);
-    return out;
+    return;
   }
-  std::vector<Tensor> out;
   out.reserve(meta.size());
   for (auto& m : meta) out.push_back(empty(m.shape, m.dtype, op.name));
   op.kernel(KernelArgs{in, out, attrs, rng});
+}
+
+std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
+  std::vector<Tensor> out;
+  execute_eager_into(op, in, attrs, meta, rng, bump_version, out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "terra/autograd/node.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/execute.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/reduce.h"
@@ -25,8 +26,28 @@ const TensorImpl& need(const TensorImpl* i, const char* what) {
 }
 }  // namespace
 
-TensorImpl::TensorImpl() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
+// A thread that makes a tensor on every op beside the host (the GraphRunner) takes its ids in
+// blocks: one counter bumped by both cores on every op moved its cache line between them each time.
+// Such ids stay unique but are not ordered with the host's next_tensor_id(); that thread's tensors
+// never reach the host's step-boundary test (it hands values over through storage, not impls).
+namespace {
+constexpr uint64_t kIdBlock = 4096;
+thread_local uint64_t t_id_next = 0, t_id_end = 0;
+thread_local bool t_id_blocks = false;
+
+uint64_t new_tensor_id() {
+  if (!t_id_blocks) return g_next_id.fetch_add(1, std::memory_order_relaxed);
+  if (t_id_next == t_id_end) {
+    t_id_next = g_next_id.fetch_add(kIdBlock, std::memory_order_relaxed);
+    t_id_end = t_id_next + kIdBlock;
+  }
+  return t_id_next++;
+}
+}  // namespace
+
+TensorImpl::TensorImpl() : id(new_tensor_id()) {}
 uint64_t next_tensor_id() { return g_next_id.load(std::memory_order_relaxed); }
+void take_tensor_ids_in_blocks() { t_id_blocks = true; }
 
 bool TensorImpl::is_contiguous() const {
   int64_t expect = 1;

@@ -10,15 +10,16 @@
 
 #include "terra/compile/passes.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/execute.h"
 #include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {
 
 using graph::Input;
 
-std::vector<Tensor> BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, const Attrs& attrs,
-                                          const std::vector<TensorMeta>& meta, PhiloxKey rng) {
-  return execute_eager(*op.op, in, attrs, meta, rng, /*bump_version=*/false);
+void BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, const Attrs& attrs,
+                           const std::vector<TensorMeta>& meta, PhiloxKey rng, std::vector<Tensor>& outs) {
+  execute_eager_into(*op.op, in, attrs, meta, rng, /*bump_version=*/false, outs);
 }
 
 const std::vector<TensorMeta>& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
@@ -63,6 +64,7 @@ void GraphRunner::wait_steps_finished(uint64_t n) {
 
 void GraphRunner::loop() {
   pthread_setname_np(pthread_self(), "terra-runner");  // names it in top, perf and gdb
+  take_tensor_ids_in_blocks();  // its tensors never reach the host as objects
   for (;;) {
     Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;
@@ -88,6 +90,7 @@ void GraphRunner::loop() {
       err = with_call_site(std::current_exception(), st);
     }
     for (uint32_t n : touched_) env_[n].clear();  // no value outlives its step on the runner
+    outs_.clear();                                 // (an op that failed may have left outputs here)
     if (cut) node_in_.clear();  // an op stopped midway may have left its inputs behind
     touched_.clear();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -314,7 +317,8 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
   const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
                                         : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
                                                             : meta_[op.node].get(op, in);
-  std::vector<Tensor> outs = exec_.run_op(op, in, attrs, meta, rng);
+  std::vector<Tensor>& outs = outs_;
+  exec_.run_op(op, in, attrs, meta, rng, outs);
   cur_node_ = kNoNode;
   if (rec) {
     rec->in.resize(in.size());

@@ -24,8 +24,9 @@ class BlockExecutor {
   virtual ~BlockExecutor() = default;
   // `meta`: the outputs' shapes and dtypes, inferred by the runner once per input signature.
   // `attrs`: the node's, or the call's own for a node with symbolic attributes.
-  virtual std::vector<Tensor> run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs,
-                                     const std::vector<TensorMeta>& meta, PhiloxKey rng);
+  // Outputs go to `outs` (cleared first): the runner reuses one vector, no allocation per op.
+  virtual void run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs,
+                      const std::vector<TensorMeta>& meta, PhiloxKey rng, std::vector<Tensor>& outs);
 };
 
 // Index into a node's ring of recent executions for source `s` read by node `reader`. Ages count
@@ -122,6 +123,7 @@ class GraphRunner {
   uint64_t plans_graph_ = 0;  // uid of the graph plans_ and readers_ belong to
   std::unordered_map<const void*, BlockPlan> plans_;     // per basic block of the current graph
   Readers readers_;                                       // of the current graph (built with plans)
+  std::vector<Tensor> outs_;  // an op's outputs; swapped into its ring slot, so the two recycle capacity
   std::vector<Tensor> slots_;                             // a fused segment's slot tensors (reused)
   std::vector<uint8_t> keep_;                             // per slot: written out (reused)
   std::vector<const TensorImpl*> ext_impls_;              // a segment's outside inputs (reused)

@@ -8,6 +8,7 @@
 
 #include "terra/compile/fused_elementwise.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/execute.h"
 #include "terra/runtime/graph_runner.h"
 
 namespace terra::runtime {
@@ -143,9 +144,9 @@ void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const Fuse
       if (seg.internal[j][i]) in[i] = (*env_[op.inputs[i].src.node].at(0)).at(op.inputs[i].src.out);
     cur_node_ = op.node;
     const std::vector<TensorMeta>& meta = op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
-    std::vector<Tensor> outs = exec_.run_op(op, in, op.attrs, meta, PhiloxKey{});
+    exec_.run_op(op, in, op.attrs, meta, PhiloxKey{}, outs_);
     cur_node_ = kNoNode;
-    finish_op(op, in, outs);
+    finish_op(op, in, outs_);
   }
 }
 
@@ -245,9 +246,9 @@ bool GraphRunner::run_segment(const std::vector<graph::Item>& block, FusedSegmen
   fused_ops_.fetch_add(n, std::memory_order_relaxed);
   for (uint32_t j = 0; j < n; ++j) {
     const graph::OpNode& op = block[seg.begin + j].op;
-    std::vector<Tensor> outs;
-    if (slots_[seg.out_slot[j]].defined()) outs.push_back(slots_[seg.out_slot[j]]);
-    finish_op(op, node_in_[op.node], outs);
+    outs_.clear();
+    if (slots_[seg.out_slot[j]].defined()) outs_.push_back(slots_[seg.out_slot[j]]);
+    finish_op(op, node_in_[op.node], outs_);
   }
   slots_.clear();
   return true;
