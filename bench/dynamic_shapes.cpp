@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
       {"cnn_last_batch", [&](Engine& e) { return workloads::train_cnn_last_batch(e, steps); }},
   };
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
-  std::printf("%-15s %-7s %9s %8s %7s %10s %7s %7s\n", "workload", "mode", "steps/s", "vs eager", "traces", "fallbacks",
-              "graphs", "exact");
+  std::printf("%-15s %-7s %9s %8s %7s %10s %7s %7s  %s\n", "workload", "mode", "steps/s", "vs eager", "traces",
+              "fallbacks", "graphs", "exact", "coexec ms/step: host busy, host stall, runner busy, runner stall");
   bool all_exact = true;
   for (const Workload& w : loads) {
     // Best of `repeat`, modes alternating within each round (the machine is shared and noisy).
@@ -66,9 +66,14 @@ int main(int argc, char** argv) {
       const Run& x = best[size_t(k)];
       bool exact = x.losses == best[0].losses;
       all_exact &= exact;
-      std::printf("%-15s %-7s %9.1f %7.2fx %7lld %10lld %7lld %7s\n", w.name, mode_name(modes[k]), steps / x.seconds,
+      std::printf("%-15s %-7s %9.1f %7.2fx %7lld %10lld %7lld %7s", w.name, mode_name(modes[k]), steps / x.seconds,
                   best[0].seconds / x.seconds, (long long)x.stats.traces, (long long)x.stats.fallbacks,
                   (long long)x.stats.graph_generations, k == 0 ? "ref" : exact ? "yes" : "NO");
+      const Stats& st = x.stats;
+      if (modes[k] == Mode::CoExecution)
+        std::printf("  %.2f, %.2f, %.2f, %.2f", 1e3 * st.host_busy_s / steps, 1e3 * st.host_stall_s / steps,
+                    1e3 * st.runner_busy_s / steps, 1e3 * st.runner_stall_s / steps);
+      std::printf("\n");
     }
   }
   std::printf("%s\n", all_exact ? "every mode's losses equal eager's exactly" : "MISMATCH: a mode differs from eager");
