@@ -191,6 +191,30 @@ void run_program(const ProgramSpec& spec, Engine& e, const std::function<void(co
   }
 }
 
+// Runs `prog` in eager, lazy and co-execution; false (counted in `failures`) if a mode threw.
+struct ThreeModes {
+  Observed eager, lazy, co;
+};
+bool run_three(const std::function<void(Engine&, const std::function<void(const Tensor&)>&)>& prog, int p,
+               const char* what, int& failures, ThreeModes& m) {
+  try {
+    m.eager = run_in_mode(Mode::Eager, prog, uint64_t(p));
+    m.lazy = run_in_mode(Mode::Lazy, prog, uint64_t(p));
+    m.co = run_in_mode(Mode::CoExecution, prog, uint64_t(p));
+    return true;
+  } catch (const std::exception& ex) {
+    if (++failures <= 3) ADD_FAILURE() << what << " " << p << " threw: " << ex.what();
+    return false;
+  }
+}
+
+void report_mismatch(const ThreeModes& m, int p, const char* what, int& failures) {
+  if (++failures > 3) return;
+  ADD_FAILURE() << what << " " << p << " differs between modes";
+  expect_same(m.eager, m.lazy, "lazy");
+  expect_same(m.eager, m.co, "coexec");
+}
+
 }  // namespace
 
 TEST(Differential, RandomProgramsAllModesAgree) {
@@ -204,16 +228,9 @@ TEST(Differential, RandomProgramsAllModesAgree) {
     ProgramSpec spec;
     spec.code = gen_block(rng, 0, 3 + int(rng() % 6));
     auto prog = [&](Engine& e, const std::function<void(const Tensor&)>& obs) { run_program(spec, e, obs); };
-    Observed eager, lazy, co;
-    try {
-      eager = run_in_mode(Mode::Eager, prog, uint64_t(p));
-      lazy = run_in_mode(Mode::Lazy, prog, uint64_t(p));
-      co = run_in_mode(Mode::CoExecution, prog, uint64_t(p));
-    } catch (const std::exception& ex) {
-      ++mismatches;
-      if (mismatches <= 3) ADD_FAILURE() << "program " << p << " threw: " << ex.what();
-      continue;
-    }
+    ThreeModes m;
+    if (!run_three(prog, p, "program", mismatches, m)) continue;
+    const Observed &eager = m.eager, &lazy = m.lazy, &co = m.co;
     coexec_steps += int(co.stats.steps - co.stats.traces);
     fallbacks += int(co.stats.fallbacks);
     fused_ops += co.stats.fused_ops + lazy.stats.fused_ops;
@@ -233,14 +250,7 @@ TEST(Differential, RandomProgramsAllModesAgree) {
       same = eager.values == lazy_off.values && eager.values == co_off.values;
       if (!same) ADD_FAILURE() << "program " << p << " differs with pass " << compile::pass_name(compile::Pass(pass)) << " off";
     }
-    if (!same) {
-      ++mismatches;
-      if (mismatches <= 3) {
-        ADD_FAILURE() << "program " << p << " differs between modes";
-        expect_same(eager, lazy, "lazy");
-        expect_same(eager, co, "coexec");
-      }
-    }
+    if (!same) report_mismatch(m, p, "program", mismatches);
   }
   EXPECT_EQ(mismatches, 0);
   std::printf("[differential] %d programs, %d co-executed steps, %d fallbacks, %d mismatches, %lld ops fused\n", n,
@@ -264,28 +274,14 @@ TEST(Differential, ShapeVaryingProgramsAllModesAgree) {
     auto prog = [&](Engine& e, const std::function<void(const Tensor&)>& obs) {
       run_program(spec, e, obs, 6, uint32_t(p));
     };
-    Observed eager, lazy, co;
-    try {
-      eager = run_in_mode(Mode::Eager, prog, uint64_t(p));
-      lazy = run_in_mode(Mode::Lazy, prog, uint64_t(p));
-      co = run_in_mode(Mode::CoExecution, prog, uint64_t(p));
-    } catch (const std::exception& ex) {
-      ++mismatches;
-      if (mismatches <= 3) ADD_FAILURE() << "shape program " << p << " threw: " << ex.what();
-      continue;
-    }
+    ThreeModes m;
+    if (!run_three(prog, p, "shape program", mismatches, m)) continue;
+    const Observed &eager = m.eager, &lazy = m.lazy, &co = m.co;
     coexec_steps += int(co.stats.steps - co.stats.traces);
     fallbacks += int(co.stats.fallbacks);
     traces += int(co.stats.traces);
     steps += int(co.stats.steps);
-    if (eager.values != lazy.values || eager.values != co.values) {
-      ++mismatches;
-      if (mismatches <= 3) {
-        ADD_FAILURE() << "shape program " << p << " differs between modes";
-        expect_same(eager, lazy, "lazy");
-        expect_same(eager, co, "coexec");
-      }
-    }
+    if (eager.values != lazy.values || eager.values != co.values) report_mismatch(m, p, "shape program", mismatches);
   }
   EXPECT_EQ(mismatches, 0);
   std::printf("[differential, shape-varying] %d programs, %d steps, %d traces, %d co-executed steps, %d fallbacks, "

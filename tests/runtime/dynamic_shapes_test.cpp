@@ -33,6 +33,12 @@ ModeRun run_mode(Mode m, F&& train) {
   return r;
 }
 
+std::vector<double> values_of(const std::vector<Tensor>& losses) {
+  std::vector<double> v;
+  for (const Tensor& t : losses) v.push_back(t.item<double>());
+  return v;
+}
+
 }  // namespace
 
 TEST(AttrsVarying, ValuesMayVaryGuardsMayNot) {
@@ -101,9 +107,7 @@ TEST(DynamicShapes, NewBatchEveryStepConverges) {
       opt.step();
       out.push_back(loss.detach());
     }
-    std::vector<double> v;
-    for (auto& t : out) v.push_back(t.item<double>());
-    return v;
+    return values_of(out);
   };
   ModeRun eager = run_mode(Mode::Eager, train), co = run_mode(Mode::CoExecution, train),
           lazy = run_mode(Mode::Lazy, train);
@@ -132,9 +136,7 @@ TEST(DynamicShapes, MutatedHyperParameterIsTakenPerCall) {
       opt.step();
       out.push_back(loss.detach());
     }
-    std::vector<double> v;
-    for (auto& t : out) v.push_back(t.item<double>());
-    return v;
+    return values_of(out);
   };
   ModeRun eager = run_mode(Mode::Eager, train), co = run_mode(Mode::CoExecution, train);
   EXPECT_EQ(eager.losses, co.losses);
