@@ -89,7 +89,8 @@ TEST(TraceGraphSymbolic, DifferentShapesMergeIntoOneSymbolicNode) {
   EXPECT_GT(g.num_nodes(), nodes);
 }
 
-// A new batch size every step, carried by reshape attributes: converges after the second trace.
+// A new batch size every step, carried by reshape attributes: the second step's new sizes cost one
+// fallback, after which every size co-executes.
 TEST(DynamicShapes, NewBatchEveryStepConverges) {
   auto train = [](Engine& e) {
     manual_seed(0);
@@ -114,8 +115,8 @@ TEST(DynamicShapes, NewBatchEveryStepConverges) {
   EXPECT_EQ(eager.losses, co.losses);
   EXPECT_EQ(eager.losses, lazy.losses);
   EXPECT_LE(co.stats.traces, 2);
-  EXPECT_EQ(co.stats.fallbacks, 0);
-  EXPECT_LE(co.stats.graph_generations, 1);
+  EXPECT_LE(co.stats.fallbacks, 1);
+  EXPECT_LE(co.stats.graph_generations, 2);
 }
 
 // A hyper-parameter written on an object (dropout's p) becomes symbolic after one fallback.

@@ -49,7 +49,7 @@ TEST(Engine, LinearRegressionSameInAllModes) {
   expect_same(eager, co, "coexec");
   EXPECT_LT(eager.values[11][0], eager.values[0][0]);  // it learns
   EXPECT_EQ(co.stats.steps, 12);
-  EXPECT_GE(co.stats.traces, 2);
+  EXPECT_GE(co.stats.traces, 1);  // co-execution starts after the first trace
   EXPECT_LE(co.stats.traces, 4);
   EXPECT_EQ(co.stats.fallbacks, 0);
   EXPECT_GE(co.stats.graph_generations, 1);

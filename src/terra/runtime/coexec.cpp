@@ -593,19 +593,15 @@ void CoExecSession::finish_trace() {
   if (changed) explain("trace of step " + std::to_string(stats_.steps) + " extended the TraceGraph: " + why);
   note_growth(changed);
   if (disabled_) return;
-  if (fell_back_) {
-    regenerate();  // resume co-execution at once with a graph that holds this trace
-    converged_ = true;
-  } else if (!changed || generalized || ++extending_traces_ >= 2) {
-    // A trace that only generalized nodes (symbolic attributes, new feeds) added no path to confirm.
-    // Past the first two traces (the second shows what differs between steps), a path still new
-    // costs no more as a fallback (the runner computes the matched prefix) than as another trace.
-    regenerate();
-    converged_ = true;
+  // Co-execution starts after every trace. Host data made in the step is fed from the first trace,
+  // so a second trace to confirm the graph would only find what a fallback finds (what differs
+  // between steps, a new path) at no lower cost: the runner computes the matched prefix.
+  regenerate();
+  converged_ = true;
+  if (!fell_back_)
     explain("trace of step " + std::to_string(stats_.steps) +
-            (!changed ? " is covered" : generalized ? " only generalized the graph" : " added a path") +
+            (!changed ? " is covered" : generalized ? " only generalized the graph" : " extended the graph") +
             ": co-execution starts");
-  }
 }
 
 void CoExecSession::end_step() {

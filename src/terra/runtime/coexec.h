@@ -85,7 +85,6 @@ class CoExecSession {
 
   Phase phase_ = Phase::Idle;
   bool converged_ = false;
-  int extending_traces_ = 0;  // traces (not fallbacks) that changed the TraceGraph
   bool disabled_ = false;  // co-execution given up (see note_growth)  // tracing found the graph covering the latest trace
   uint64_t step_uid_ = 0;
   uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step

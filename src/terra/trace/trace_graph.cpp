@@ -380,6 +380,11 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
            "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " + r.attrs.str() +
                "): " + n->symbolic_str() + " taken per call",
            true);
+      // The other nodes of this call site (its paths, its loop iterations) take the same attributes
+      // per call too: what varied at one of them will vary at the others, each a fallback otherwise.
+      for (Node* m : nodes_)
+        if (m != n && m->kind == Node::OpCall && m->op == n->op && m->loc == n->loc && m->attrs.varying(n->attrs) >= 0)
+          m->symbolic_attrs |= varied;
     }
     if (!n) {
       bool ch = false;
