@@ -28,12 +28,13 @@ terra_install_deps() {
 }
 
 # The benchmarks' extras: OpenBLAS for the PyTorch baseline (Debian's torch otherwise runs on the
-# reference BLAS) and matplotlib for the charts. OpenBLAS is used only by the torch runs, through
+# reference BLAS), matplotlib for the charts, tqdm for the Python bench's progress and scikit-learn
+# for the Python BERT-CLS program's F1 metric. OpenBLAS is used only by the torch runs, through
 # LD_LIBRARY_PATH=$TERRA_OPENBLAS_DIR; the system's libblas.so.3 choice is left as it was.
 TERRA_OPENBLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread
 terra_install_bench_deps() {
   local extra=() p a now sudo
-  for p in libopenblas0-pthread python3-matplotlib; do
+  for p in libopenblas0-pthread python3-matplotlib python3-tqdm python3-sklearn; do
     dpkg -s "$p" >/dev/null 2>&1 || extra+=("$p")
   done
   if [ ${#extra[@]} -gt 0 ]; then
