@@ -14,6 +14,13 @@
 
 namespace terra::workloads {
 
+// Each step's loss, fetched once the run is over (a fetch per step would change what is measured).
+inline std::vector<double> values_of(const std::vector<Tensor>& losses) {
+  std::vector<double> v;
+  for (const Tensor& t : losses) v.push_back(t.item<double>());
+  return v;
+}
+
 struct TokenModel : nn::Module {
   TokenModel(int64_t vocab, int64_t d, int64_t heads, int64_t classes)
       : emb(vocab, d), attn(d, heads), ln1(d), ln2(d), fc1(d, 2 * d), fc2(2 * d, d), head(d, classes), aux(d, vocab) {
@@ -69,9 +76,7 @@ inline std::vector<double> train_token_model(Engine& engine, int steps, uint32_t
     opt.step();
     losses.push_back(loss.detach());
   }
-  std::vector<double> out;
-  for (const Tensor& l : losses) out.push_back(l.item<double>());
-  return out;
+  return values_of(losses);
 }
 
 struct SmallCnn : nn::Module {
@@ -125,9 +130,7 @@ inline std::vector<double> train_cnn_last_batch(Engine& engine, int steps, uint3
     opt.step();
     losses.push_back(loss.detach());
   }
-  std::vector<double> out;
-  for (const Tensor& l : losses) out.push_back(l.item<double>());
-  return out;
+  return values_of(losses);
 }
 
 }  // namespace terra::workloads

@@ -33,12 +33,6 @@ ModeRun run_mode(Mode m, F&& train) {
   return r;
 }
 
-std::vector<double> values_of(const std::vector<Tensor>& losses) {
-  std::vector<double> v;
-  for (const Tensor& t : losses) v.push_back(t.item<double>());
-  return v;
-}
-
 }  // namespace
 
 TEST(AttrsVarying, ValuesMayVaryGuardsMayNot) {
@@ -108,7 +102,7 @@ TEST(DynamicShapes, NewBatchEveryStepConverges) {
       opt.step();
       out.push_back(loss.detach());
     }
-    return values_of(out);
+    return workloads::values_of(out);
   };
   ModeRun eager = run_mode(Mode::Eager, train), co = run_mode(Mode::CoExecution, train),
           lazy = run_mode(Mode::Lazy, train);
@@ -137,7 +131,7 @@ TEST(DynamicShapes, MutatedHyperParameterIsTakenPerCall) {
       opt.step();
       out.push_back(loss.detach());
     }
-    return values_of(out);
+    return workloads::values_of(out);
   };
   ModeRun eager = run_mode(Mode::Eager, train), co = run_mode(Mode::CoExecution, train);
   EXPECT_EQ(eager.losses, co.losses);
