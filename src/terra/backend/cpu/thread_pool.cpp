@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <new>
 #include <thread>
 #include <vector>
@@ -135,7 +136,9 @@ class Pool {
       current_.reset();
     }
     busy_.store(false, std::memory_order_release);
-    if (job->error) std::rethrow_exception(job->error);
+    // Taken out of the job: a worker may still hold the job and drop it later, and the exception must
+    // then die on this thread, not there (TSan cannot see libstdc++'s atomic count of it).
+    if (job->error) std::rethrow_exception(std::exchange(job->error, nullptr));
     return true;
   }
 
