@@ -49,4 +49,15 @@ int num_threads() {
   return d;
 }
 
+namespace {
+thread_local const std::atomic<int>* t_host_waiting = nullptr;
+}  // namespace
+
+int loop_helpers() {
+  const int all = num_threads() - 1;
+  return t_host_waiting && t_host_waiting->load(std::memory_order_relaxed) == 0 ? all - 1 : all;
+}
+
+void leave_core_to_host(const std::atomic<int>* host_waiting) { t_host_waiting = host_waiting; }
+
 }  // namespace terra

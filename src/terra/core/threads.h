@@ -1,6 +1,7 @@
 // How many threads terra's CPU kernels use: one process-wide decision that every kernel reads
 // (terra's intra-op pool and the oneDNN calls it splits). See README "Threads".
 #pragma once
+#include <atomic>
 
 namespace terra {
 
@@ -12,5 +13,15 @@ void set_num_threads(int n);
 int num_threads();
 // torch's name for num_threads().
 inline int get_num_threads() { return num_threads(); }
+
+// Pool workers a loop started on this thread may take now: num_threads() - 1, or one fewer while
+// this thread leaves a core to a busy host (below).
+int loop_helpers();
+// Called on a co-executed program's GraphRunner thread: while `*host_waiting` is 0 the host thread
+// is running the user's program on a core of its own, and the runner's loops take one worker fewer
+// (none on 2 threads: the chunks run on the runner, the same partition, so the same results); a
+// worker woken there would only take the core from the host. While it is positive (the host is
+// blocked on the runner) loops take every worker. nullptr lifts the limit.
+void leave_core_to_host(const std::atomic<int>* host_waiting);
 
 }  // namespace terra

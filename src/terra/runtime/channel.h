@@ -68,6 +68,7 @@ struct StepState {
   // The runner's channel, woken when the host starts waiting: a runner holding validated ops of a
   // fused segment while it waits for the rest runs them at once. Used under `mu` while !finished.
   Channel* runner = nullptr;
+  std::shared_ptr<std::atomic<int>> host_waiting;  // the runner's count of blocked host threads
   bool finished = false;                           // guarded by mu
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
@@ -101,6 +102,22 @@ struct StepState {
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
+};
+
+// Counts this host thread as blocked on the runner while it lives (GraphRunner::host_waiting).
+class HostWaiting {
+ public:
+  explicit HostWaiting(std::atomic<int>* count) : count_(count) {
+    if (count_) count_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~HostWaiting() {
+    if (count_) count_->fetch_sub(1, std::memory_order_relaxed);
+  }
+  HostWaiting(const HostWaiting&) = delete;
+  HostWaiting& operator=(const HostWaiting&) = delete;
+
+ private:
+  std::atomic<int>* count_;
 };
 
 // Thrown by a feed whose producer failed: the runner passes the producer's error on unchanged.

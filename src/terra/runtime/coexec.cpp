@@ -22,6 +22,7 @@ static thread_local double t_stall = 0;
 static void wait_step(StepState& st, uint64_t n) {
   if (st.done.load() >= n) return;
   auto t = Clock::now();
+  HostWaiting blocked(st.host_waiting.get());
   // Spin a little (yielding) before sleeping: the runner is usually a few ops away, and a sleeping
   // host wakes tens of microseconds late while the runner waits for its next validations.
   spin_until([&] { return st.done.load(std::memory_order_acquire) >= n; }, 64);
@@ -207,6 +208,7 @@ void CoExecSession::explain(const std::string& what) {
 void CoExecSession::sync_all() {
   if (runner_->steps_finished() >= steps_sent_) return;
   auto t = Clock::now();
+  HostWaiting blocked(runner_->host_waiting().get());
   runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
 }
@@ -214,6 +216,7 @@ void CoExecSession::sync_all() {
 void CoExecSession::sync_validated() {
   if (steps_sent_ > 0 && runner_->steps_finished() < steps_sent_ - 1) {
     auto t = Clock::now();
+    HostWaiting blocked(runner_->host_waiting().get());
     runner_->wait_steps_finished(steps_sent_ - 1);
     t_stall += since(t);
   }
@@ -256,6 +259,7 @@ void CoExecSession::begin_step() {
     // Bounded run-ahead: at most two steps queued on the runner.
     if (steps_sent_ >= 2 && runner_->steps_finished() < steps_sent_ - 2) {
       auto t = Clock::now();
+      HostWaiting blocked(runner_->host_waiting().get());
       runner_->wait_steps_finished(steps_sent_ - 2);
       t_stall += since(t);
     }
@@ -265,6 +269,7 @@ void CoExecSession::begin_step() {
     st_->graph = sg_;
     st_->tg = &tg_;
     st_->runner = &runner_->channel();
+    st_->host_waiting = runner_->host_waiting();
     inflight_.push_back(st_);
     cursor_ = std::make_unique<trace::Cursor>(tg_, true);
 #ifndef NDEBUG
@@ -559,7 +564,10 @@ void CoExecSession::fall_back(const std::string& why) {
   m.kind = Message::Abort;
   runner_->channel().push(std::move(m));
   auto t = Clock::now();
-  runner_->wait_steps_finished(steps_sent_);
+  {
+    HostWaiting blocked(runner_->host_waiting().get());
+    runner_->wait_steps_finished(steps_sent_);
+  }
   t_stall += since(t);
   std::exception_ptr err = st_->error_before(seq_);
   if (err) {

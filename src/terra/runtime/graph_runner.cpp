@@ -11,6 +11,7 @@
 #include "terra/compile/passes.h"
 #include "terra/core/dispatch.h"
 #include "terra/core/execute.h"
+#include "terra/core/threads.h"
 #include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {
@@ -65,6 +66,7 @@ void GraphRunner::wait_steps_finished(uint64_t n) {
 void GraphRunner::loop() {
   pthread_setname_np(pthread_self(), "terra-runner");  // names it in top, perf and gdb
   take_tensor_ids_in_blocks();  // its tensors never reach the host as objects
+  leave_core_to_host(host_waiting_.get());
   for (;;) {
     Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;

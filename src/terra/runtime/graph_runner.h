@@ -2,6 +2,7 @@
 // running ahead of the host as far as feeds, path choices and validations allow.
 #pragma once
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include <unordered_map>
@@ -52,6 +53,9 @@ class GraphRunner {
     std::lock_guard<std::mutex> g(mu_);
     explain_dir_ = dir;
   }
+  // Host threads blocked waiting for this runner; while none is, the runner's kernels leave the
+  // host its core (leave_core_to_host, core/threads.h). Shared: steps and placeholders keep it.
+  const std::shared_ptr<std::atomic<int>>& host_waiting() const { return host_waiting_; }
   uint64_t fused_kernels() const { return fused_kernels_.load(std::memory_order_relaxed); }
   uint64_t fused_ops() const { return fused_ops_.load(std::memory_order_relaxed); }
 
@@ -137,6 +141,7 @@ class GraphRunner {
   std::atomic<double> busy_s_{0};
   std::atomic<double> cpu_s_{0};
   std::atomic<uint64_t> fused_kernels_{0}, fused_ops_{0};
+  std::shared_ptr<std::atomic<int>> host_waiting_ = std::make_shared<std::atomic<int>>(0);
   std::thread thread_;
 };
 

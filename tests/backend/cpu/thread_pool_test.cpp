@@ -89,6 +89,54 @@ TEST(ThreadPool, UsesAWorkerWhenOneIsFree) {
   EXPECT_TRUE(both.load());
 }
 
+// A GraphRunner leaves the host its core while the host is busy: its loops then take no worker
+// on 2 threads, one worker fewer on more, and every worker again while the host waits for it.
+TEST(ThreadPool, LeavesACoreToABusyHost) {
+  ThreadsGuard g;
+  std::atomic<int> host_waiting{0};
+  struct Lift {
+    ~Lift() { leave_core_to_host(nullptr); }
+  } lift;
+  leave_core_to_host(&host_waiting);
+  set_num_threads(2);
+  EXPECT_EQ(loop_helpers(), 0);
+  const std::thread::id me = std::this_thread::get_id();
+  std::mutex mu;
+  std::set<std::thread::id> ran;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  parallel_for(100000, 1000, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> l(mu);
+    ran.insert(std::this_thread::get_id());
+    ranges.push_back({b, e});
+  });
+  EXPECT_EQ(ran, std::set<std::thread::id>{me});
+  // The partition of two threads, run in order on this one: the same ranges, so the same results.
+  Partition p = partition(100000, 1000, 2);
+  ASSERT_EQ(int64_t(ranges.size()), p.count);
+  for (int64_t c = 0; c < p.count; ++c) EXPECT_EQ(ranges[size_t(c)].first, c * p.size);
+  set_num_threads(4);
+  EXPECT_EQ(loop_helpers(), 2);
+  host_waiting = 1;
+  EXPECT_EQ(loop_helpers(), 3);
+  set_num_threads(2);
+  EXPECT_EQ(loop_helpers(), 1);
+  // With the host waiting, a worker joins again (chunks that wait for each other finish).
+  std::atomic<int> arrived{0};
+  std::atomic<bool> both{false};
+  for (int attempt = 0; attempt < 50 && !both; ++attempt) {
+    arrived = 0;
+    parallel_for(2, 1, [&](int64_t, int64_t) {
+      arrived.fetch_add(1);
+      for (int i = 0; i < 200000 && arrived.load() < 2; ++i) std::this_thread::yield();
+      if (arrived.load() == 2) both = true;
+    });
+  }
+  EXPECT_TRUE(both.load());
+  leave_core_to_host(nullptr);
+  host_waiting = 0;
+  EXPECT_EQ(loop_helpers(), 1);
+}
+
 TEST(ThreadPool, ConcurrentCallersEachGetEveryIndex) {
   ThreadsGuard g;
   set_num_threads(2);

@@ -59,6 +59,8 @@ struct Job {
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<uint32_t> finished{0};
   std::atomic<int> caller_sleeping{0};
+  // Workers that may still join (the gate's limit); a worker past it leaves the chunks to others.
+  std::atomic<int> seats{INT32_MAX};
   // The lowest chunk that threw, and its exception: the error a serial loop would have raised
   // first, whatever the timing. Chunks after it are skipped; chunks before it still run.
   std::atomic<int64_t> failed_chunk{INT64_MAX};
@@ -109,8 +111,10 @@ class Pool {
   }
 
   bool run(int64_t n, Partition p, ChunkFn fn, void* ctx) {
-    if (t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
+    const int seats = loop_helpers();
+    if (seats <= 0 || t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
     auto job = std::make_shared<Job>();
+    job->seats.store(seats, std::memory_order_relaxed);
     job->n = n;
     job->p = p;
     job->fn = fn;
@@ -172,7 +176,7 @@ class Pool {
         std::lock_guard<std::mutex> lock(mu_);
         job = current_;
       }
-      if (job) job->work();
+      if (job && job->seats.fetch_sub(1, std::memory_order_relaxed) > 0) job->work();
     }
   }
 
