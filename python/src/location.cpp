@@ -124,13 +124,16 @@ std::string site_text(PyObject* code, uintptr_t off) {
 }
 
 __attribute__((noinline)) void note_site_slow(PyObject* code, uintptr_t off) {
+  SiteKey key{reinterpret_cast<uintptr_t>(code), off};
+  {
+    std::lock_guard<std::mutex> g(g_sites_mu);
+    if (g_sites && g_sites->count(key)) return;
+  }
+  std::string text = site_text(code, off);  // Python API calls: not under the lock
   std::lock_guard<std::mutex> g(g_sites_mu);
   if (!g_sites) g_sites = new std::unordered_map<SiteKey, std::string, SiteHash>();
   if (!g_codes) g_codes = new std::unordered_set<PyObject*>();
-  auto [it, fresh] = g_sites->try_emplace(SiteKey{reinterpret_cast<uintptr_t>(code), off});
-  if (!fresh) return;
-  if (g_codes->insert(code).second) Py_INCREF(code);
-  it->second = site_text(code, off);
+  if (g_sites->try_emplace(key, std::move(text)).second && g_codes->insert(code).second) Py_INCREF(code);
 }
 
 inline void note_site(PyObject* code, uintptr_t off) {
