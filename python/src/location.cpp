@@ -5,13 +5,14 @@
 // Python part is the call site and its calling context. Exact (no hashing), cheap: it runs on every
 // op call inside a step, so it builds no Python object and no string. On CPython 3.11 the frames are
 // read from the interpreter's own frame records (_PyInterpreterFrame), which the public API would
-// first turn into frame objects (one allocation per Python call that runs an op). Readable text
-// (file:line in function) is made only on request (_describe_location: errors, explain, tests).
+// first turn into frame objects (one allocation per Python call that runs an op).
 //
-// Identity: a code object seen in a location is kept alive from then on (a retained set, with a
-// small cache in front so the common case is one compare), so its address is never reused by
-// another code object and two different call sites never compare equal; the same site compares
-// equal on every step.
+// Each (code object, offset) pair is a call site, cached: the first time one is seen its text
+// (file:line in function) is made and kept, its code object retained (so its address is never
+// reused by another code object: two different sites never compare equal, the same site compares
+// equal on every step); after that, a site costs one compare in a small direct-mapped cache. The
+// text names the user's line in errors the GraphRunner computes and in TERRA_EXPLAIN, from any
+// thread and without the GIL (trace::set_frame_describer).
 #include <Python.h>
 #include <link.h>
 
@@ -24,6 +25,8 @@
 #define TERRA_PY_IFRAME 0
 #endif
 
+#include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "binding.h"
@@ -33,6 +36,10 @@ namespace terra::python {
 namespace {
 // The frame that entered the step (strong reference); frames above it are outside the step.
 thread_local PyObject* g_step_frame = nullptr;
+// The step thread's own thread state, taken when the step frame is set (with the GIL held): the
+// GIL is held by this thread exactly when it is the interpreter's current thread state. Cheaper than
+// PyGILState_Check (a pthread TLS lookup) on every op.
+thread_local PyThreadState* g_step_tstate = nullptr;
 constexpr int kMaxCppFrames = 64;
 
 // Address range of the interpreter's code (python3.11 is linked statically into /usr/bin/python3;
@@ -84,28 +91,80 @@ __attribute__((noinline)) void cpp_frames(trace::Location& out, bool to_interpre
 // Code objects that appear in locations, retained (strong references) so their addresses stay
 // unique for the life of the process. Only touched with the GIL held.
 std::unordered_set<PyObject*>* g_codes = nullptr;
-PyObject* g_code_cache[64] = {};  // direct-mapped front of g_codes
 
-inline void retain_code(PyObject* code) {
-  size_t slot = (reinterpret_cast<uintptr_t>(code) >> 4) & 63;
-  if (g_code_cache[slot] == code) return;
-  if (!g_codes) g_codes = new std::unordered_set<PyObject*>();  // never freed: outlives finalization
-  if (g_codes->insert(code).second) Py_INCREF(code);
-  g_code_cache[slot] = code;
+// Call sites: every (code object, instruction offset) pair seen in a location, with its text
+// ("file:line in function") made once, when first seen (with the GIL held). Errors the GraphRunner
+// computes and TERRA_EXPLAIN then name the user's Python line from any thread, without the GIL.
+// The front cache makes a site seen before (every op call in a steady loop) one compare.
+struct SiteKey {
+  uintptr_t code, off;
+  bool operator==(const SiteKey& o) const { return code == o.code && off == o.off; }
+};
+struct SiteHash {
+  size_t operator()(const SiteKey& k) const { return size_t((k.code >> 4) * 0x9E3779B97F4A7C15ull ^ k.off); }
+};
+std::mutex g_sites_mu;  // the host inserts; the runner (errors) and explain read
+std::unordered_map<SiteKey, std::string, SiteHash>* g_sites = nullptr;  // never freed: outlives finalization
+SiteKey g_site_cache[256] = {};  // direct-mapped front of g_sites; GIL held
+
+std::string utf8(PyObject* s) {
+  const char* p = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  return p ? p : "?";
+}
+
+std::string site_text(PyObject* code, uintptr_t off) {
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  PyObject *type, *value, *tb;  // whatever is pending stays pending
+  PyErr_Fetch(&type, &value, &tb);
+  std::string text = utf8(co->co_filename) + ":" + std::to_string(PyCode_Addr2Line(co, int(off))) + " in " +
+                     utf8(co->co_qualname);
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  return text;
+}
+
+__attribute__((noinline)) void note_site_slow(PyObject* code, uintptr_t off) {
+  SiteKey key{reinterpret_cast<uintptr_t>(code), off};
+  {
+    std::lock_guard<std::mutex> g(g_sites_mu);
+    if (g_sites && g_sites->count(key)) return;
+  }
+  std::string text = site_text(code, off);  // Python API calls: not under the lock
+  std::lock_guard<std::mutex> g(g_sites_mu);
+  if (!g_sites) g_sites = new std::unordered_map<SiteKey, std::string, SiteHash>();
+  if (!g_codes) g_codes = new std::unordered_set<PyObject*>();
+  if (g_sites->try_emplace(key, std::move(text)).second && g_codes->insert(code).second) Py_INCREF(code);
+}
+
+inline void note_site(PyObject* code, uintptr_t off) {
+  uintptr_t c = reinterpret_cast<uintptr_t>(code);
+  SiteKey& slot = g_site_cache[SiteHash{}(SiteKey{c, off}) >> 3 & 255];
+  if (slot.code == c && slot.off == off) return;
+  note_site_slow(code, off);
+  slot = {c, off};
+}
+
+// Installed as trace's frame describer: the text of a site seen before, "" for any other pair.
+std::string describe_site(uintptr_t code, uintptr_t off) {
+  std::lock_guard<std::mutex> g(g_sites_mu);
+  if (!g_sites) return "";
+  auto it = g_sites->find(SiteKey{code, off});
+  return it == g_sites->end() ? "" : it->second;
 }
 
 #if TERRA_PY_IFRAME
 thread_local _PyInterpreterFrame* g_step_iframe = nullptr;  // the step frame's interpreter record
 
 void append_python_frames(std::vector<uintptr_t>& out) {
-  PyThreadState* ts = PyThreadState_Get();
+  PyThreadState* ts = g_step_tstate ? g_step_tstate : PyThreadState_Get();  // the GIL is held here
   for (_PyInterpreterFrame* f = ts->cframe->current_frame; f; f = f->previous) {
     if (_PyFrame_IsIncomplete(f)) continue;  // a frame still being set up (as PyFrame_GetBack skips)
     PyObject* code = reinterpret_cast<PyObject*>(f->f_code);
-    retain_code(code);
-    out.push_back(reinterpret_cast<uintptr_t>(code));
     // The byte offset, as PyFrame_GetLasti gives it.
-    out.push_back(uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT)))));
+    uintptr_t off = uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT))));
+    note_site(code, off);
+    out.push_back(reinterpret_cast<uintptr_t>(code));
+    out.push_back(off);
     if (f == g_step_iframe) break;
   }
 }
@@ -116,9 +175,10 @@ void append_python_frames(std::vector<uintptr_t>& out) {
   Py_INCREF(f);
   while (f) {
     PyCodeObject* code = PyFrame_GetCode(f);  // new reference
-    retain_code(reinterpret_cast<PyObject*>(code));
+    uintptr_t off = uintptr_t(uint32_t(PyFrame_GetLasti(f)));
+    note_site(reinterpret_cast<PyObject*>(code), off);
     out.push_back(reinterpret_cast<uintptr_t>(code));
-    out.push_back(uintptr_t(uint32_t(PyFrame_GetLasti(f))));
+    out.push_back(off);
     Py_DECREF(code);
     if (reinterpret_cast<PyObject*>(f) == g_step_frame) {
       Py_DECREF(f);
@@ -131,16 +191,11 @@ void append_python_frames(std::vector<uintptr_t>& out) {
 }
 #endif
 
-// "file:line in function" of one (code, offset) pair; only for retained code objects (any other
+// "file:line in function" of one (code, offset) pair; only for sites seen in a location (any other
 // address may be stale).
 std::string describe_frame(uintptr_t code, uintptr_t lasti) {
-  PyObject* c = reinterpret_cast<PyObject*>(code);
-  if (!g_codes || !g_codes->count(c)) return "<unknown code>";
-  auto* co = reinterpret_cast<PyCodeObject*>(c);
-  int line = PyCode_Addr2Line(co, int(lasti));
-  py::str file = py::reinterpret_borrow<py::object>(co->co_filename);
-  py::str name = py::reinterpret_borrow<py::object>(co->co_qualname);
-  return std::string(file) + ":" + std::to_string(line) + " in " + std::string(name);
+  std::string text = describe_site(code, lasti);
+  return text.empty() ? "<unknown code>" : text;
 }
 
 // Installed as trace's LocationProvider while a Python step is active. The step's thread may have
@@ -149,7 +204,7 @@ std::string describe_frame(uintptr_t code, uintptr_t lasti) {
 // held. Other threads (the runner) have no step frame: the C++ walk alone, as without the binding.
 void provider(trace::Location& out) {
   bool python = g_step_frame != nullptr;
-  bool ensure = python && !PyGILState_Check();
+  bool ensure = python && _PyThreadState_UncheckedGet() != g_step_tstate;
   cpp_frames(out, python);
   if (!python) return;
   out.frames.push_back(0);
@@ -167,6 +222,7 @@ void set_step_frame(PyObject* frame) {
   Py_XINCREF(frame);
   PyObject* old = g_step_frame;
   g_step_frame = frame;
+  g_step_tstate = frame ? PyThreadState_Get() : nullptr;
 #if TERRA_PY_IFRAME
   g_step_iframe = frame ? reinterpret_cast<PyFrameObject*>(frame)->f_frame : nullptr;
 #endif
@@ -186,6 +242,7 @@ std::vector<uint64_t> python_location() {
 
 void bind_location(py::module_& m) {
   find_interpreter_ranges();
+  trace::set_frame_describer(&describe_site);
   m.def("_location", [] { return python_location(); },
         "The current Python location: [code id, instruction offset] pairs, innermost first, up to the "
         "frame that entered the step.");

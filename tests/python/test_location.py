@@ -1,7 +1,10 @@
 """Python op locations (python/src/location.cpp): co-execution matches an op call to the traced graph by
 its call site. The same site must compare equal on every step and in every loop iteration; two different
-sites (or the same function reached from two sites) must never compare equal. Also: fetches inside a
-step release the GIL (another Python thread runs while the host waits)."""
+sites (or the same function reached from two sites) must never compare equal. Each (code object,
+instruction offset) is a cached call site whose text names the user's line: in _describe_location, in
+errors the GraphRunner computes, in errors raised at the call. Also: fetches inside a step release the
+GIL (another Python thread runs while the host waits)."""
+import inspect
 import sys
 import threading
 import time
@@ -78,6 +81,68 @@ class LocationTest(unittest.TestCase):
         st = eng.stats()
         self.assertEqual(st["fallbacks"], 0)
         self.assertLessEqual(st["traces"], 3)
+
+    def test_loop_site_is_one_cached_location(self):
+        # Many iterations of one line: one location, described as that line, on every step.
+        eng = terra.Engine("coexec")
+        seen = set()
+        line = None
+        for _ in range(3):
+            with eng.step():
+                for _ in range(50):
+                    seen.add(tuple(loc()[1])); line = inspect.currentframe().f_lineno  # noqa: E702
+        self.assertEqual(len(seen), 1)
+        text = terra._terra._describe_location((0, list(next(iter(seen)))))
+        self.assertIn(f"test_location.py:{line} in LocationTest.test_loop_site_is_one_cached_location", text[1])
+
+    def test_same_line_two_offsets_differ(self):
+        # Two calls on one line are two instructions: two sites.
+        eng = terra.Engine("coexec")
+        with eng.step():
+            a, b = loc(), loc()
+        self.assertNotEqual(a, b)
+        ta, tb = terra._terra._describe_location(a), terra._terra._describe_location(b)
+        self.assertEqual(ta, tb)  # the same text (file:line in function), still two sites
+
+    def test_error_at_the_call_names_the_users_line(self):
+        # A shape error in a co-executed step (past tracing) is raised at the call, on its line.
+        eng = terra.Engine("coexec")
+        x = terra.ones(2, 3)
+        for s in range(5):
+            y = terra.ones(3, 2) if s < 4 else terra.ones(4, 2)
+            try:
+                with eng.step():
+                    z = (x @ y).sum()  # the failing call
+                    z.item()
+            except ValueError as e:
+                tb = [f for f in __import__("traceback").extract_tb(e.__traceback__) if f.filename == __file__]
+                self.assertEqual(s, 4)
+                self.assertIn("the failing call", tb[-1].line)
+                break
+        else:
+            self.fail("no error")
+        self.assertGreater(eng.stats()["steps"], 3)
+
+    def test_runner_error_names_the_users_line(self):
+        # An error only the graph finds (a class index computed in the graph) names the Python line of
+        # the op that failed, made from the cached site text (the runner thread has no GIL).
+        import terra.nn.functional as F
+        eng = terra.Engine("coexec")
+        logits = terra.zeros(2, 4)
+        msgs = []
+        line = None
+        for s in range(8):
+            try:
+                with eng.step():
+                    t = terra.tensor([0, 1]) + terra.tensor([0, 9 if s == 6 else 0])
+                    line = inspect.currentframe().f_lineno + 1
+                    F.cross_entropy(logits, t).item()
+            except (ValueError, IndexError) as e:
+                msgs.append(str(e))
+        eng.synchronize()
+        self.assertEqual(len(msgs), 1, msgs)
+        if "computed by the GraphRunner" in msgs[0]:  # (raised at the call if the host was first)
+            self.assertIn(f"test_location.py:{line} in LocationTest.test_runner_error_names_the_users_line", msgs[0])
 
     def test_fetch_releases_gil(self):
         # While the host waits in item() for the runner, another Python thread runs. The switch

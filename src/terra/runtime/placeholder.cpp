@@ -4,7 +4,7 @@ namespace terra::runtime {
 
 std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                         std::vector<TensorMeta>& meta,
-                                        const std::function<std::shared_ptr<PendingValue>(uint32_t)>& pending) {
+                                        FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending) {
   std::vector<Tensor> out;
   if (op.has(kView)) {
     out.push_back(op.view(in[0], attrs));

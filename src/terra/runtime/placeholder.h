@@ -1,7 +1,7 @@
 // Outputs of an op call that a graph mode records instead of running: shapes, strides and
 // version counters exactly as eager would give them, values supplied later by `pending`.
 #pragma once
-#include <functional>
+#include <type_traits>
 #include <memory>
 #include <vector>
 
@@ -9,12 +9,28 @@
 
 namespace terra::runtime {
 
+// A non-owning reference to a callable (no std::function: nothing to allocate or copy per op call).
+template <class Sig>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef>)
+  FunctionRef(F&& f) : obj_(&f), call_([](void* o, A... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
 // Views are taken on the (possibly placeholder) input's metadata; in-place ops return their
 // target with its version bumped; other ops get fresh contiguous placeholders. `pending(k)`
 // makes the pending value of output k.
 std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                         std::vector<TensorMeta>& meta,
-                                        const std::function<std::shared_ptr<PendingValue>(uint32_t)>& pending);
+                                        FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending);
 
 // Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a
 // view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -11,12 +12,28 @@ namespace terra::trace {
 namespace {
 thread_local void* t_base = nullptr;
 LocationProvider g_provider = nullptr;
+std::atomic<FrameDescriber> g_describer{nullptr};
+
+// A binding's pairs after index `i` (the 0), described, innermost first, at most `max`.
+std::string binding_frames(const std::vector<uintptr_t>& frames, size_t i, int max) {
+  FrameDescriber d = g_describer.load();
+  if (!d) return "";
+  std::string out;
+  int shown = 0;
+  for (++i; i + 1 < frames.size() && shown < max; i += 2) {
+    std::string s = d(frames[i], frames[i + 1]);
+    if (s.empty()) continue;
+    out += (shown++ ? " <- " : "") + s;
+  }
+  return out;
+}
 constexpr int kMaxFrames = 64;
 }  // namespace
 
 void set_step_base(void* frame) { t_base = frame; }
 void* step_base() { return t_base; }
 void set_location_provider(LocationProvider p) { g_provider = p; }
+void set_frame_describer(FrameDescriber d) { g_describer.store(d); }
 
 __attribute__((noinline)) void capture_location(Location& out) {
   out.frames.clear();
@@ -38,14 +55,27 @@ __attribute__((noinline)) void capture_location(Location& out) {
       fp = next;
     }
   }
-  uint64_t h = 1469598103934665603ull;
-  for (uintptr_t f : out.frames) h = (h ^ uint64_t(f)) * 1099511628211ull;
-  out.hash = h;
+  // FNV-1a per word in two interleaved lanes: half the serial multiply chain of one lane (this runs
+  // on every op call). Only compared within this process, never stored.
+  uint64_t h0 = 1469598103934665603ull, h1 = 0x9e3779b97f4a7c15ull;
+  const uintptr_t* f = out.frames.data();
+  size_t n = out.frames.size(), i = 0;
+  for (; i + 1 < n; i += 2) {
+    h0 = (h0 ^ uint64_t(f[i])) * 1099511628211ull;
+    h1 = (h1 ^ uint64_t(f[i + 1])) * 1099511628211ull;
+  }
+  if (i < n) h0 = (h0 ^ uint64_t(f[i])) * 1099511628211ull;
+  out.hash = (h0 ^ (h1 >> 29) ^ (h1 << 35)) * 1099511628211ull ^ uint64_t(n);
 }
 
 std::string Location::str() const {
   std::ostringstream os;
   for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i] == 0) {  // a binding's frames follow
+      std::string b = binding_frames(frames, i, 1 << 30);
+      os << (i ? " <- " : "") << (b.empty() ? "<binding frames>" : b);
+      break;
+    }
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(frames[i]), &info) && info.dli_sname) {
       os << (i ? " <- " : "") << info.dli_sname << "+0x" << std::hex
@@ -65,8 +95,9 @@ std::string Location::user_str(int max) const {
   static const bool have_self = dladdr(reinterpret_cast<void*>(&capture_location), &self) != 0;
   std::string out;
   int shown = 0;
-  for (uintptr_t f : frames) {
-    if (f == 0) return "";  // a binding's frames follow
+  for (size_t i = 0; i < frames.size(); ++i) {
+    uintptr_t f = frames[i];
+    if (f == 0) return binding_frames(frames, i, max);  // a binding's frames follow
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(f), &info)) continue;
     if (have_self && info.dli_fbase == self.dli_fbase) continue;  // inside libterra

@@ -12,14 +12,20 @@ struct Location {
   std::vector<uintptr_t> frames;  // innermost first
   bool operator==(const Location& o) const { return hash == o.hash && frames == o.frames; }
   std::string str() const;  // symbolized, for explain output
-  // The program's own frames (outside libterra), demangled, innermost first, at most `max`; empty
-  // for a binding's location (Python frames cannot be symbolized here). Names a failed op's call site.
+  // The program's own frames (outside libterra), demangled, innermost first, at most `max`; for a
+  // binding's location, its frames as the describer names them (empty without one). Names a failed
+  // op's call site.
   std::string user_str(int max = 3) const;
 };
 
 // Frame that bounds the walk: frames at or above it (the step's owner and its callers) are excluded.
 void set_step_base(void* frame);
 void* step_base();
+
+// A binding's frames follow a 0 in `frames`, in pairs; a binding that can name them installs a
+// describer: the text of one pair ("file.py:12 in f"), "" if unknown. Called from any thread.
+using FrameDescriber = std::string (*)(uintptr_t a, uintptr_t b);
+void set_frame_describer(FrameDescriber d);
 
 // A binding installs its own capture (e.g. Python frames); null restores the C++ frame walk.
 using LocationProvider = void (*)(Location& out);
