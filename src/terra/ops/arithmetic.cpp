@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/reduce.h"
@@ -52,7 +53,7 @@ void binary_kernel(const KernelArgs& k, F f) {
   visit_dtype(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
     cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
-                              [&](T a, T b) { return static_cast<T>(f(a, b)); });
+                              [&](T a, T b) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a, b)); });
   });
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
@@ -44,7 +45,7 @@ template <class F>
 void float_unary(const KernelArgs& k, F f) {
   visit_floating(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) { return static_cast<T>(f(a)); });
+    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
   });
 }
 template <class F>
@@ -52,7 +53,7 @@ void numeric_unary(const KernelArgs& k, F f) {
   DType d = k.out[0].dtype();
   auto run = [&](auto z) {
     using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) { return static_cast<T>(f(a)); });
+    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
   };
   if (d == DType::Int64) run(int64_t{});
   else visit_floating(d, run);
@@ -187,7 +188,7 @@ void binary_any(const KernelArgs& k, F f) {
   visit_dtype(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
     cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
-                              [&](T a, T b) { return static_cast<T>(f(a, b)); });
+                              [&](T a, T b) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a, b)); });
   });
 }
 // NaN on either side propagates, as torch.
