@@ -5,6 +5,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/sum_columns.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/views.h"
@@ -50,11 +51,9 @@ void kernel_sum(const KernelArgs& k) {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
     using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
     Out* o = k.out[0].impl()->data_as<Out>();
-    cpu::reduce_rows<T>(x, k.attrs.ints("dims"), [&](const T* row, int64_t n, int64_t i) {
-      Acc s = 0;
-      for (int64_t j = 0; j < n; ++j) s += Acc(row[j]);
-      o[i] = Out(s);
-    });
+    const std::vector<int64_t>& dims = k.attrs.ints("dims");
+    if (cpu::sum_columns<T, Acc, Out>(*x.impl(), dims, o)) return;
+    cpu::reduce_rows<T>(x, dims, [&](const T* row, int64_t n, int64_t i) { o[i] = Out(cpu::sum_row<Acc>(row, n)); });
   });
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/sum_columns.h"
+#include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/elementwise.h"
@@ -28,19 +30,6 @@ RowLayout layout_of(const Shape& s, int64_t dim) {
   return l;
 }
 
-// Calls f(base, stride) for every row along the dim, in parallel over rows.
-template <class F>
-void for_each_row(const RowLayout& l, F&& f) {
-  int64_t rows = l.outer * l.inner;
-  int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.n, 1));
-  cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      int64_t o = r / l.inner, i = r % l.inner;
-      f(o * l.n * l.inner + i, l.inner);
-    }
-  });
-}
-
 std::vector<TensorMeta> infer_softmax_like(const char* op, std::span<const Tensor> in, const Attrs& a) {
   if (!is_floating(in[0].dtype()))
     throw std::invalid_argument(std::string("[") + op + "] needs a floating tensor, got " + dtype_name(in[0].dtype()) +
@@ -55,6 +44,35 @@ std::vector<TensorMeta> infer_log_softmax(std::span<const Tensor> in, const Attr
   return infer_softmax_like("log_softmax", in, a);
 }
 
+// One row of n elements at x (stride st), into o. Contiguous rows (st == 1, a softmax over the
+// last dim) take plain loops over the row that vectorize: the max, the exponentials (vexp, the
+// vector exp every kernel shares), and the sum in sum_row's fixed lanes; a strided row does the same
+// arithmetic one element at a time, so both give the same bits.
+template <bool kLog, class T>
+void softmax_row(const T* x, T* o, int64_t n, int64_t st, T* tmp) {
+  T m = -std::numeric_limits<T>::infinity();
+  double s;
+  if (st == 1) {
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+    T* e = kLog ? tmp : o;
+    for (int64_t j = 0; j < n; ++j) e[j] = cpu::any_exp(T(x[j] - m));
+    s = cpu::sum_row<double>(e, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j * st]);
+    for (int64_t j = 0; j < n; ++j) tmp[j] = cpu::any_exp(T(x[j * st] - m));
+    s = cpu::sum_row<double>(tmp, n);
+    if constexpr (!kLog)
+      for (int64_t j = 0; j < n; ++j) o[j * st] = tmp[j];
+  }
+  if constexpr (kLog) {
+    T lse = m + T(std::log(s));
+    for (int64_t j = 0; j < n; ++j) o[j * st] = x[j * st] - lse;
+  } else {
+    T inv = T(1.0 / s);
+    for (int64_t j = 0; j < n; ++j) o[j * st] *= inv;
+  }
+}
+
 template <bool kLog>
 void kernel_softmax_t(const KernelArgs& k) {
   Tensor x = cpu::contiguous_raw(k.in[0]);
@@ -63,21 +81,13 @@ void kernel_softmax_t(const KernelArgs& k) {
     using T = decltype(z);
     const T* px = x.impl()->data_as<T>();
     T* po = k.out[0].impl()->data_as<T>();
-    for_each_row(l, [&](int64_t base, int64_t st) {
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < l.n; ++j) m = std::max(m, px[base + j * st]);
-      double s = 0;
-      for (int64_t j = 0; j < l.n; ++j) {
-        T e = std::exp(px[base + j * st] - m);
-        if constexpr (!kLog) po[base + j * st] = e;
-        s += double(e);
-      }
-      if constexpr (kLog) {
-        T lse = m + T(std::log(s));
-        for (int64_t j = 0; j < l.n; ++j) po[base + j * st] = px[base + j * st] - lse;
-      } else {
-        T inv = T(1.0 / s);
-        for (int64_t j = 0; j < l.n; ++j) po[base + j * st] *= inv;
+    const int64_t rows = l.outer * l.inner;
+    const int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.n, 1));
+    cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+      std::vector<T> tmp(size_t(l.n));  // per chunk: the row's exponentials
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t base = (r / l.inner) * l.n * l.inner + r % l.inner;
+        softmax_row<kLog>(px + base, po + base, l.n, l.inner, tmp.data());
       }
     });
   });
@@ -101,6 +111,24 @@ std::vector<TensorMeta> infer_log_softmax_bw(std::span<const Tensor> in, const A
   return infer_bw("log_softmax_backward", in);
 }
 
+// One contiguous row of the backward: s = sum(g) (log_softmax) or sum(g * y) (softmax), in double
+// over sum_row's fixed lanes, then o = g - exp(y) * s or o = y * (g - s).
+template <bool kLog, class T>
+void softmax_bw_row(const T* g, const T* y, T* o, int64_t n, double* prod) {
+  double s;
+  if constexpr (kLog) {
+    s = cpu::sum_row<double>(g, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) prod[j] = double(g[j]) * double(y[j]);
+    s = cpu::sum_row<double>(prod, n);
+  }
+  const T ts = T(s);
+  if constexpr (kLog)
+    for (int64_t j = 0; j < n; ++j) o[j] = g[j] - cpu::any_exp(y[j]) * ts;
+  else
+    for (int64_t j = 0; j < n; ++j) o[j] = y[j] * (g[j] - ts);
+}
+
 template <bool kLog>
 void kernel_softmax_bw_t(const KernelArgs& k) {
   Tensor g = cpu::contiguous_raw(k.in[0]), y = cpu::contiguous_raw(k.in[1]);
@@ -110,17 +138,21 @@ void kernel_softmax_bw_t(const KernelArgs& k) {
     const T* pg = g.impl()->data_as<T>();
     const T* py = y.impl()->data_as<T>();
     T* po = k.out[0].impl()->data_as<T>();
-    for_each_row(l, [&](int64_t base, int64_t st) {
-      double s = 0;
-      for (int64_t j = 0; j < l.n; ++j) {
-        int64_t p = base + j * st;
-        s += kLog ? double(pg[p]) : double(pg[p]) * double(py[p]);
-      }
-      T ts = T(s);
-      for (int64_t j = 0; j < l.n; ++j) {
-        int64_t p = base + j * st;
-        if constexpr (kLog) po[p] = pg[p] - std::exp(py[p]) * ts;
-        else po[p] = py[p] * (pg[p] - ts);
+    const int64_t rows = l.outer * l.inner, n = l.n, st = l.inner;
+    const int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(n, 1));
+    cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+      std::vector<double> prod(static_cast<size_t>(n));
+      std::vector<T> rows3(st == 1 ? 0 : size_t(3 * n));  // a strided row, gathered
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t base = (r / st) * n * st + r % st;
+        if (st == 1) {
+          softmax_bw_row<kLog>(pg + base, py + base, po + base, n, prod.data());
+          continue;
+        }
+        T *tg = rows3.data(), *ty = tg + n, *to = ty + n;
+        for (int64_t j = 0; j < n; ++j) tg[j] = pg[base + j * st], ty[j] = py[base + j * st];
+        softmax_bw_row<kLog>(tg, ty, to, n, prod.data());
+        for (int64_t j = 0; j < n; ++j) po[base + j * st] = to[j];
       }
     });
   });
