@@ -46,13 +46,13 @@ void Adam::step() {
   Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's step scalars
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
-    Tensor g = p.grad();
+    const Tensor g = p.grad();
     if (!g.defined()) continue;
     if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
     const Tensor& t = count_param_step(i);
-    // Three fused in-place ops with the float operations of the chain they replace
+    // Three fused in-place ops with the float operations of the 13-op chain they replace
     // (p.mul_(1 - lr wd) or g + p wd; m.mul_(b1).add_(g, 1 - b1); v.mul_(b2) += g (g (1 - b2));
-    // p += (m / (sqrt(v) / sc0 + eps)) sc1): the same bits, a fifth of the ops.
+    // p += (m / (sqrt(v) / sc0 + eps)) sc1): the same bits.
     const bool coupled = weight_decay != 0.0 && !decoupled_;
     const Tensor no_param;
     const Tensor& wd_param = coupled ? p : no_param;
