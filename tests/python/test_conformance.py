@@ -471,9 +471,11 @@ class TestRandom(unittest.TestCase):
             check_close(self, trv, prv, TOL[dtype], "running_var")
 
 
-# ---- optimizers: terra.optim vs torch.optim (they own the ops adam_step_scalars, sgd_dampening_factor)
+# ---- optimizers: terra.optim vs torch.optim (they own the ops adam_step_scalars, sgd_dampening_factor and
+# the fused updates)
 class TestOptim(unittest.TestCase):
-    OPS = ("adam_step_scalars", "sgd_dampening_factor")
+    OPS = ("adam_step_scalars", "sgd_dampening_factor", "adam_exp_avg_", "adam_exp_avg_sq_", "adam_param_",
+           "sgd_momentum_", "sgd_param_")
 
     def _run(self, lib, make, dtype, steps=6):
         """f(p) = sum(c * (p - t)^2) on two parameters; the second has no gradient on step 2."""
@@ -502,6 +504,9 @@ class TestOptim(unittest.TestCase):
             "adamw": lambda lib, ps: lib.optim.AdamW(ps, lr=0.05, weight_decay=0.1),
             "sgd_dampening": lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.3,
                                                            weight_decay=0.01),
+            "sgd_nesterov": lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True,
+                                                          weight_decay=0.01),
+            "sgd": lambda lib, ps: lib.optim.SGD(ps, lr=0.1),
         }
         for name, make in makers.items():
             for dtype in ("float32", "float64"):

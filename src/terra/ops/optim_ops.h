@@ -16,4 +16,30 @@ std::vector<Tensor> adam_step_scalars(const Tensor& step, const Tensor& lr, doub
 // as a 0-d tensor of `dtype`.
 Tensor sgd_dampening_factor(const Tensor& step, double dampening, DType dtype);
 
+// Fused in-place updates: one op each for what the optimizers ran as chains of mul_/add_/sqrt/div
+// ops, with the same float operations and roundings (bit-identical results, far fewer ops per
+// step). Tensors must match the updated tensor's shape and dtype; no gradient (NoGradGuard).
+// `param` (optional): coupled weight decay, the gradient used is grad + param * weight_decay.
+
+// exp_avg = exp_avg * beta1 + grad * (1 - beta1), as exp_avg.mul_(beta1).add_(grad, 1 - beta1).
+void adam_exp_avg_(const Tensor& exp_avg, const Tensor& grad, double beta1, const Tensor& param = {},
+                   double weight_decay = 0.0);
+// exp_avg_sq = exp_avg_sq * beta2 + grad * (grad * (1 - beta2)).
+void adam_exp_avg_sq_(const Tensor& exp_avg_sq, const Tensor& grad, double beta2, const Tensor& param = {},
+                      double weight_decay = 0.0);
+// param += (exp_avg / (sqrt(exp_avg_sq) / sc[0] + eps)) * sc[1], sc = adam_step_scalars(..., lr, ...);
+// decoupled_weight_decay != 0 (AdamW) first scales param by 1 - lr * decoupled_weight_decay (lr:
+// the float64 0-d learning rate).
+void adam_param_(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const std::vector<Tensor>& step_scalars, double eps, const Tensor& lr,
+                 double decoupled_weight_decay = 0.0);
+// buf = buf * momentum + d, d = grad (+ param * weight_decay), times dampening_factor
+// (sgd_dampening_factor, param's dtype) when given.
+void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const Tensor& dampening_factor = {},
+                   const Tensor& param = {}, double weight_decay = 0.0);
+// param += d * -lr with d = grad (+ param * weight_decay when weight_decay != 0); with a momentum
+// buffer d = buf, or d + buf * momentum when grad is also given (Nesterov). lr: float64 0-d.
+void sgd_param_(const Tensor& param, const Tensor& lr, const Tensor& grad, const Tensor& buf = {},
+                double momentum = 0.0, double weight_decay = 0.0);
+
 }  // namespace terra

@@ -4,9 +4,7 @@
 #include <string>
 
 #include "terra/autograd/grad_mode.h"
-#include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
-#include "terra/ops/elementwise.h"
 #include "terra/ops/optim_ops.h"
 
 namespace terra::optim {
@@ -48,24 +46,24 @@ void Adam::step() {
   Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's step scalars
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
-    Tensor g = p.grad();
+    const Tensor g = p.grad();
     if (!g.defined()) continue;
     if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
     const Tensor& t = count_param_step(i);
-    if (weight_decay != 0.0) {
-      if (decoupled_) p.mul_(1.0 - lr_ * weight_decay);
-      else g = g + p * weight_decay;
-    }
+    // Three fused in-place ops with the float operations of the 13-op chain they replace
+    // (p.mul_(1 - lr wd) or g + p wd; m.mul_(b1).add_(g, 1 - b1); v.mul_(b2) += g (g (1 - b2));
+    // p += (m / (sqrt(v) / sc0 + eps)) sc1): the same bits.
+    const bool coupled = weight_decay != 0.0 && !decoupled_;
+    const Tensor no_param;
+    const Tensor& wd_param = coupled ? p : no_param;
     const Tensor& m = exp_avg_[i];
     const Tensor& v = exp_avg_sq_[i];
-    m.mul_(beta1).add_(g, 1.0 - beta1);
-    v.mul_(beta2);
-    add_inplace(v, g * (g * (1.0 - beta2)));
+    adam_exp_avg_(m, g, beta1, wd_param, weight_decay);
+    adam_exp_avg_sq_(v, g, beta2, wd_param, weight_decay);
     // Bias corrections from the count tensor (in-graph), in torch's order of operations:
     // sc = {sqrt(1 - beta2^t), -lr / (1 - beta1^t)}, each rounded once to p's dtype.
     std::vector<Tensor> sc = adam_step_scalars(t, lr, beta1, beta2, p.dtype());
-    Tensor denom = sqrt(v) / sc[0] + eps;
-    add_inplace(p, (m / denom) * sc[1]);
+    adam_param_(p, m, v, sc, eps, lr, decoupled_ ? weight_decay : 0.0);
   }
 }
 

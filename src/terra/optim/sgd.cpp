@@ -4,7 +4,6 @@
 #include <string>
 
 #include "terra/autograd/grad_mode.h"
-#include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/optim_ops.h"
 
@@ -38,24 +37,26 @@ std::vector<Tensor> SGD::state() const {
 void SGD::step() {
   begin_step();
   NoGradGuard ng;
+  Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's update
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
-    Tensor d = p.grad();
-    if (!d.defined()) continue;
-    if (weight_decay != 0.0) d = d + p * weight_decay;
-    if (momentum != 0.0) {
-      const Tensor& buf = momentum_buffers_[i];
-      // buf starts at zero, so momentum * buf + d is torch's "buf = d" on the first step; the op
-      // sequence is the same on every step, only the scalar differs.
-      buf.mul_(momentum);
-      if (dampening == 0.0) {
-        buf.add_(d);
-      } else {
-        add_inplace(buf, d * sgd_dampening_factor(count_param_step(i), dampening, d.dtype()));
-      }
-      d = nesterov ? d + buf * momentum : buf;
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
+    // Fused in-place ops with the float operations of the chain they replace: d = g + p wd;
+    // buf.mul_(momentum).add_(d) (or += d * factor); p += (nesterov ? d + buf momentum : buf) * -lr.
+    const Tensor no_tensor;
+    if (momentum == 0.0) {
+      sgd_param_(p, lr, g, no_tensor, 0.0, weight_decay);
+      continue;
     }
-    add_inplace(p, d * -lr_);
+    const Tensor& buf = momentum_buffers_[i];
+    // buf starts at zero, so momentum * buf + d is torch's "buf = d" on the first step; the op
+    // sequence is the same on every step, only the factor differs.
+    Tensor factor = dampening == 0.0 ? Tensor() : sgd_dampening_factor(count_param_step(i), dampening, g.dtype());
+    sgd_momentum_(buf, g, momentum, factor, weight_decay != 0.0 ? p : no_tensor, weight_decay);
+    // Nesterov recomputes d from g (and p, not yet updated) instead of keeping it alive.
+    sgd_param_(p, lr, nesterov ? g : no_tensor, buf, momentum, weight_decay);
   }
 }
 
