@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "terra/backend/cpu/parallel.h"
-#include "terra/compile/pattern_kernels.h"
 
 namespace terra::compile {
 
@@ -39,10 +38,8 @@ std::string FusedKernel::signature() const {
   return s;
 }
 
-void FusedKernel::finish() { pattern = find_pattern(*this); }
-
 std::string FusedKernel::describe() const {
-  return "fused[" + std::to_string(numel) + "]: " + signature() + (pattern ? std::string(" <") + pattern->name + ">" : "");
+  return "fused[" + std::to_string(numel) + "]: " + signature();
 }
 
 namespace {
@@ -103,10 +100,6 @@ struct TileViews {
 void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
   for (const Tensor& t : slots)
     if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them
-  if (k.pattern && pattern_applies(*k.pattern, k, slots)) {
-    cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) { k.pattern->fn(slots, b, e); });
-    return;
-  }
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
     TileViews tv(k, slots);
     for (int64_t t = b; t < e; t += kFusedTile) {

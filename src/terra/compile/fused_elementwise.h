@@ -29,17 +29,12 @@ struct FusedOp {
   uint32_t out = 0;          // slot written
 };
 
-struct Pattern;
-
 struct FusedKernel {
   int64_t numel = 0;              // elements of every full-size slot
   std::vector<DType> slot_dtype;  // per slot
   std::vector<FusedOp> ops;
-  // A precompiled loop for this exact op sequence (pattern_kernels.h), or null; set by finish().
-  const Pattern* pattern = nullptr;
-  void finish();                  // call once the ops are final
   std::string signature() const;  // the ops and their slots, e.g. "%1=sqrt(%0) %3=div(%1,%2)"
-  std::string describe() const;   // one line for explain output: element count, signature, pattern
+  std::string describe() const;   // one line for explain output: element count and signature
 };
 
 // Runs `k`. `slots[s]`: a contiguous tensor of k.numel elements (an outside input, or an output the

@@ -99,7 +99,6 @@ void finalize(const std::vector<graph::Item>& block, const FusionSpan& sp, const
     }
     seg.read_outside[j] = outside;
   }
-  k.finish();
   seg.rebindable = true;
   const Shape& s = seg.out_meta[0].shape;
   for (const TensorMeta& m : seg.out_meta) seg.rebindable &= m.shape == s;

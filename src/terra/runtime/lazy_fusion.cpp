@@ -93,7 +93,6 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
     out_slot[j - k] = fo.out;
     kern.ops.push_back(std::move(fo));
   }
-  kern.finish();
   // An in-place write must not overlap another operand at a different offset (a tile would read
   // elements the unfused op had already overwritten).
   for (uint32_t t : targets)
