@@ -11,22 +11,54 @@
 
 namespace terra::runtime {
 
-std::shared_ptr<ValueCell> StepState::host_cell(uint64_t p, bool* ready) {
+StepState::~StepState() {
+  for (CellSlot* c : chunks_) delete[] c;
+}
+
+CellSlot& StepState::slot(uint64_t p) {
+  while (chunks_.size() <= p / kChunk) chunks_.push_back(new CellSlot[kChunk]);
+  return chunks_[p / kChunk][p % kChunk];
+}
+
+CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   std::lock_guard<SpinLock> g(cells_mu);
-  if (cells.size() <= p) {
-    cells.resize(p + 1);
-    pinned.resize(p + 1);
-  }
-  if (auto c = cells[p].lock()) {
-    pinned[p].reset();
+  CellSlot& s = slot(p);
+  s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
+  if (s.state == CellSlot::RunnerFirst) {
     // Written once by the runner, under this lock: from here on the host may read the values.
-    if (ready) *ready = !c->error && !c->values.empty();
-    return c;
+    if (ready) *ready = !s.cell.error && !s.cell.values.empty();
+  } else if (error && p >= error_pos) {
+    s.cell.error = error;
   }
-  auto c = std::make_shared<ValueCell>();
-  if (error && p >= error_pos) c->error = error;
-  cells[p] = c;
-  return c;
+  s.state = CellSlot::Host;
+  return &s;
+}
+
+void StepState::host_drop(CellSlot& s) {
+  std::vector<Tensor> values;  // freed outside the lock
+  {
+    std::lock_guard<SpinLock> g(cells_mu);
+    s.state = CellSlot::Dead;
+    if (s.cell.values.empty()) return;
+    if (host_frees_) values.swap(s.cell.values);
+    else dead_.push_back(&s);
+  }
+}
+
+void StepState::free_dead(std::vector<CellSlot*>& dead) {
+  for (CellSlot* s : dead) s->cell.values = {};  // dead: no other thread touches it again
+  dead.clear();
+}
+
+void StepState::host_reclaim() {
+  std::vector<CellSlot*> dead;
+  {
+    std::lock_guard<SpinLock> g(cells_mu);
+    if (host_frees_) return;
+    host_frees_ = true;
+    dead.swap(dead_);
+  }
+  free_dead(dead);
 }
 
 void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
@@ -34,8 +66,10 @@ void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
   std::lock_guard<SpinLock> gc(cells_mu);
   error = err;
   error_pos = pos;
-  for (uint64_t p = pos; p < cells.size(); ++p)
-    if (auto c = cells[p].lock()) c->error = err;
+  for (uint64_t p = pos; p < chunks_.size() * kChunk; ++p) {
+    CellSlot& s = slot(p);
+    if (s.state == CellSlot::Host || s.state == CellSlot::RunnerFirst) s.cell.error = err;
+  }
 }
 
 void StepState::rewind_random() {
@@ -92,21 +126,19 @@ void rethrow_with_context(std::exception_ptr err, const std::string& context) {
 
 bool StepState::host_may_read(uint64_t p) {
   std::lock_guard<SpinLock> g(cells_mu);
-  return p >= cells.size() || !cells[p].expired();
+  return p >= chunks_.size() * kChunk || slot(p).state != CellSlot::Dead;
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
-  std::lock_guard<SpinLock> g(cells_mu);
-  if (cells.size() <= p) {
-    cells.resize(p + 1);
-    pinned.resize(p + 1);
-    auto c = std::make_shared<ValueCell>();
-    c->values = outs;
-    cells[p] = c;
-    pinned[p] = c;
-    return;
+  {
+    std::lock_guard<SpinLock> g(cells_mu);
+    CellSlot& s = slot(p);
+    if (s.state == CellSlot::Untouched) s.state = CellSlot::RunnerFirst;  // kept until the host validates p
+    if (s.state != CellSlot::Dead) s.cell.values = outs;
+    if (dead_.empty()) return;
+    runner_dead_.swap(dead_);
   }
-  if (auto c = cells[p].lock()) c->values = outs;
+  free_dead(runner_dead_);
 }
 
 bool debug_protocol() {

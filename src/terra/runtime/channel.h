@@ -53,14 +53,24 @@ class SpinLock {
 
 class Channel;
 
+// One position's outputs in a co-executed step. Slots are pooled per step (chunks of kChunk), so
+// an op call allocates no cell and no control block the runner would also touch.
+struct CellSlot {
+  ValueCell cell;
+  // The host's SkelPendings of this position, plus one while the host makes them. Incremented
+  // only while already positive; the decrement that reaches 0 kills the slot (StepState::host_drop).
+  std::atomic<uint32_t> refs{0};
+  // Guarded by StepState::cells_mu. RunnerFirst: stored before the host got there (kept for it);
+  // Host: the host's placeholders may read it; Dead: every placeholder died (never read again).
+  enum State : uint8_t { Untouched, RunnerFirst, Host, Dead } state = Untouched;
+};
+
 struct StepState {
   uint64_t uid = 0;
   std::shared_ptr<const graph::SymbolicGraph> graph;
   std::mutex mu;
   std::condition_variable cv;
-  SpinLock cells_mu;                               // guards cells, pinned, and (with mu) error/error_pos
-  std::vector<std::weak_ptr<ValueCell>> cells;   // by position in the step
-  std::vector<std::shared_ptr<ValueCell>> pinned;  // runner got there first: kept until validated
+  SpinLock cells_mu;  // guards the slots' states and values, dead_, and (with mu) error/error_pos
   std::atomic<uint64_t> done{0};                   // op instances the runner finished
   std::atomic<uint64_t> abort_at{~0ull};           // stop once `done` reaches this (fallback)
   std::atomic<uint64_t> host_pos{0};  // ops the host validated so far (in-place writes wait for it)
@@ -90,9 +100,16 @@ struct StepState {
     return error && error_pos < validated ? error : nullptr;
   }
 
-  // Host: the cell for position `p` (creating it, or adopting the runner's).
+  // Host: the slot for position `p` (creating it, or adopting the runner's), holding one reference
+  // the caller gives back with host_release once its placeholders hold theirs.
   // `ready`: the runner already stored the values (the host may read them without the lock).
-  std::shared_ptr<ValueCell> host_cell(uint64_t p, bool* ready = nullptr);
+  CellSlot* host_cell(uint64_t p, bool* ready = nullptr);
+  // Host (or whoever drops a placeholder's last owner): one reference to `s` less.
+  void host_release(CellSlot& s) {
+    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
+  }
+  // Host: the runner has finished this step; dropped values are freed where they die from now on.
+  void host_reclaim();
   // Runner: whether the host holds, or may still create, a placeholder for position `p`'s outputs
   // (false once it validated `p` and every placeholder of it died: a fused group may then keep
   // that value in a tile and never write it out).
@@ -102,6 +119,23 @@ struct StepState {
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
+
+  StepState() = default;
+  StepState(const StepState&) = delete;
+  StepState& operator=(const StepState&) = delete;
+  ~StepState();
+
+ private:
+  static constexpr uint64_t kChunk = 256;
+  CellSlot& slot(uint64_t p);  // under cells_mu; makes the chunk
+  void host_drop(CellSlot& s);
+  void free_dead(std::vector<CellSlot*>& dead);
+  std::vector<CellSlot*> chunks_;  // kChunk slots each; slots never move
+  // Values of dead slots the runner made: freed by the runner at its next store (malloc frees
+  // them on the thread that allocated them, in batches) until host_reclaim.
+  std::vector<CellSlot*> dead_;
+  std::vector<CellSlot*> runner_dead_;  // the runner's batch being freed (runner only)
+  bool host_frees_ = false;
 };
 
 // Counts this host thread as blocked on the runner while it lives (GraphRunner::host_waiting).

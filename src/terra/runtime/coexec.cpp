@@ -42,26 +42,44 @@ static void wait_step(StepState& st, uint64_t n) {
     }
 }
 
-// A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step.
+// A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step. Holds a
+// reference to its position's slot: the runner keeps the values only while one is alive.
 struct SkelPending : PendingValue {
   std::shared_ptr<StepState> step;
-  std::shared_ptr<ValueCell> cell;
+  CellSlot* slot;
   uint32_t out;
   uint64_t seq;
-  SkelPending(std::shared_ptr<StepState> st, std::shared_ptr<ValueCell> c, uint32_t o, uint64_t q)
-      : step(std::move(st)), cell(std::move(c)), out(o), seq(q) {}
+  SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
+      : step(st), slot(s), out(o), seq(q) {
+    s->refs.fetch_add(1, std::memory_order_relaxed);  // the maker holds one: never from 0
+  }
+  ~SkelPending() override { step->host_release(*slot); }
   void materialize(TensorImpl& t) override {
     wait_step(*step, seq + 1);
-    if (cell->error) std::rethrow_exception(cell->error);  // its step failed before computing it
-    if (out >= cell->values.size() || !cell->values[out].defined())
+    const ValueCell& cell = slot->cell;
+    if (cell.error) std::rethrow_exception(cell.error);  // its step failed before computing it
+    if (out >= cell.values.size() || !cell.values[out].defined())
       throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
                                " was never computed (its step was abandoned before it ran)");
-    const TensorImpl& v = *cell->values[out].impl();
+    const TensorImpl& v = *cell.values[out].impl();
     t.storage = v.storage;
     t.strides = v.strides;
     t.offset = v.offset;
     t.pending.reset();  // may destroy *this: nothing below
   }
+};
+
+// The host's own reference to a slot while it makes the position's placeholders.
+class SlotRef {
+ public:
+  SlotRef(StepState& st, CellSlot* s) : st_(st), s_(s) {}
+  ~SlotRef() { st_.host_release(*s_); }
+  SlotRef(const SlotRef&) = delete;
+  SlotRef& operator=(const SlotRef&) = delete;
+
+ private:
+  StepState& st_;
+  CellSlot* s_;
 };
 
 class CoExecSession::TracingExec : public Executor {
@@ -177,6 +195,7 @@ void CoExecSession::raise_pending(bool wait) {
     }
     st.error_raised = true;
     if (err && &st == st_.get()) st.rewind_random();  // the step that just ended: no later one began
+    st.host_reclaim();  // the runner is done with it: values dropped from now on die where they drop
     inflight_.pop_front();
     if (err) std::rethrow_exception(err);
   }
@@ -225,6 +244,12 @@ void CoExecSession::sync_validated() {
 
 void CoExecSession::regenerate() {
   sg_ = std::make_shared<graph::SymbolicGraph>(graph::generate(tg_));
+  edge_choices_.assign(tg_.num_nodes(), 0);
+  for (const auto& [key, list] : sg_->choices)
+    if (!list.empty()) {
+      if ((key >> 32) >= edge_choices_.size()) edge_choices_.resize((key >> 32) + 1, 0);
+      edge_choices_[key >> 32] = 1;
+    }
   stats_.graph_generations++;
   if (!explain_dir_.empty()) {
     std::ofstream(explain_dir_ + "/tracegraph_" + std::to_string(stats_.graph_generations) + ".dot") << tg_.dot();
@@ -275,7 +300,7 @@ void CoExecSession::begin_step() {
 #ifndef NDEBUG
     ring_model_.reset(*sg_);
 #endif
-    regions_.assign(1, RegionState{graph::SymbolicGraph::kRootRegion, 0});
+    regions_.assign(1, region_state(graph::SymbolicGraph::kRootRegion));
     Message m;
     m.kind = Message::StepBegin;
     m.step = st_;
@@ -311,7 +336,7 @@ void CoExecSession::push_loop_cond(const trace::Node* loop, bool iterate) {
 
 // Decides, as "skipped", the region's case-select switches before position `upto`.
 void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
-  const std::vector<uint32_t>& list = sg_->region_switches.at(r.key);
+  const std::vector<uint32_t>& list = *r.switches;
   for (; r.next < upto && r.next < list.size(); ++r.next)
     if (sg_->switch_needs_select[list[r.next]]) push_choice(list[r.next], Message::kSkipped);
 }
@@ -322,7 +347,9 @@ void CoExecSession::send_events() {
   for (auto& e : events_) {
     RegionState& r = regions_.back();
     if (e.kind == trace::Cursor::Event::Edge) {
-      auto it = sg_->choices.find(graph::SymbolicGraph::edge_key(e.from->id, e.to->id));
+      auto it = sg_->choices.end();
+      if (e.from->id >= edge_choices_.size() || edge_choices_[e.from->id])  // most edges decide nothing: no hash lookup
+        it = sg_->choices.find(graph::SymbolicGraph::edge_key(e.from->id, e.to->id));
       if (it != sg_->choices.end())
         for (auto [sw, c] : it->second) {
           uint32_t pos = sg_->switch_pos[sw];
@@ -335,7 +362,7 @@ void CoExecSession::send_events() {
       if (e.to->kind == trace::Node::End) skip_until(r, ~0u);
       if (e.to->kind == trace::Node::Loop) {
         push_loop_cond(e.to, true);
-        regions_.push_back({e.to->id, 0});
+        regions_.push_back(region_state(e.to->id));
       }
     } else if (e.kind == trace::Cursor::Event::LoopIterate) {
       skip_until(r, ~0u);
@@ -421,8 +448,8 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       const bool fresh = ext.key == trace::kFreshKey;  // host data made in this step: only a feed takes it
       got.kind = fresh ? trace::Source::External : trace::Source::Variable;
       got.var_id = fresh ? 0 : ext.key;
-      hin[i] = {true, 0, 0, ext.tensor, ext.key};
-      if (snap && msg) feeds_[i] = FeedValue{Tensor(std::move(ext.tensor)), nullptr, 0};
+      if (snap && msg) feeds_[i] = FeedValue{Tensor(ext.tensor), nullptr, 0};
+      hin[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (!fresh && set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
@@ -443,8 +470,8 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       if (set.size() > 1) phi_[i] = uint32_t(idx);
       if (set[size_t(idx)].kind != trace::Source::Op) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
-        if (sp && !t->has_data())
-          feeds_[i] = FeedValue{Tensor(), sp->cell, sp->out};
+        if (sp && !t->has_data())  // shares the placeholder's ownership: its slot keeps the values
+          feeds_[i] = FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->cell), sp->out};
         else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
       }
@@ -468,7 +495,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
 
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   bool ready = false;
-  std::shared_ptr<ValueCell> cell = st_->host_cell(seq_, &ready);
+  CellSlot* slot = st_->host_cell(seq_, &ready);
+  SlotRef slot_ref(*st_, slot);
+  const ValueCell* cell = &slot->cell;
   std::vector<Tensor> out;
   if (ready && !op.has(kView) && !op.has(kInplace)) {
     // The runner got here first: the outputs are its values, no placeholder to fill later.
@@ -486,7 +515,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     }
   } else {
     out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-      return std::make_shared<SkelPending>(st_, cell, k, seq_);
+      return std::make_shared<SkelPending>(st_, slot, k, seq_);
     });
   }
   for (uint32_t k = 0; k < out.size(); ++k) {
@@ -569,6 +598,7 @@ void CoExecSession::fall_back(const std::string& why) {
     runner_->wait_steps_finished(steps_sent_);
   }
   t_stall += since(t);
+  st_->host_reclaim();
   std::exception_ptr err = st_->error_before(seq_);
   if (err) {
     st_->error_raised = true;
@@ -680,6 +710,7 @@ void CoExecSession::abort_step() {
     m.kind = Message::Abort;
     runner_->channel().push(std::move(m));
     runner_->wait_steps_finished(steps_sent_);
+    st_->host_reclaim();
   }
   install(idle_.get());
   phase_ = Phase::Idle;

@@ -55,7 +55,9 @@ class CoExecSession {
   void fall_back(const std::string& why);
   struct RegionState {  // a region instance the walk is in, and its next undecided switch
     uint32_t key, next;
+    const std::vector<uint32_t>* switches;  // sg_->region_switches[key], looked up once per region
   };
+  RegionState region_state(uint32_t key) const { return {key, 0, &sg_->region_switches.at(key)}; }
   void send_events();
   void push_choice(uint32_t sw, uint32_t value);
   void push_loop_cond(const trace::Node* loop, bool iterate);
@@ -94,6 +96,7 @@ class CoExecSession {
   std::unique_ptr<trace::Cursor> cursor_;
   std::vector<trace::Cursor::Event> events_;
   std::vector<RegionState> regions_;
+  std::vector<uint8_t> edge_choices_;  // per trace node id of sg_: 1 if an edge from it decides switches
   std::vector<Hist> hist_;
   std::vector<trace::RecordSource> hist_inputs_;  // one flat array: no allocation per op
   trace::Location loc_;                           // reused by every call (keeps its capacity)

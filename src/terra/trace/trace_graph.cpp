@@ -102,15 +102,22 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
       Node* loop = r->owner;
       int64_t fixed = strict_ ? fixed_trips(loop) : -1;
       bool again = false;
-      for (Node* ch : r->start->succ)
-        again |= ch->matches(op, a, l) || ch->matches_varying(op, a, l) >= 0 ||
-                 (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, true));
+      Node* exact = nullptr;  // the first exact match: what the next round would take (one compare, not two)
+      for (Node* ch : r->start->succ) {
+        if (!exact && ch->matches(op, a, l)) {
+          exact = ch;
+          again = true;
+          break;
+        }
+        again |= ch->matches_varying(op, a, l) >= 0 || (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, true));
+      }
       if (again) {
         if (fixed >= 0 && f.iteration >= fixed) return nullptr;  // more iterations than every trace had
         if (ev) ev->push_back({Event::LoopIterate, f.cur, loop});
         f.iteration++;
         f.cur = r->start;
         f.path.clear();
+        if (exact) return take(exact);
         continue;
       }
       if (fixed >= 0 && f.iteration != fixed) return nullptr;
@@ -291,14 +298,15 @@ static bool same_view(const TensorImpl& a, const TensorImpl& b) {
 }
 
 ExternalRef external_ref(const std::shared_ptr<TensorImpl>& in, uint64_t step_first_id) {
+  if (in->id < step_first_id) return {in, in->id};  // most inputs: one reference taken, no alias walk
   std::shared_ptr<TensorImpl> t = in;
   while (t->id >= step_first_id) {  // an alias made in the step stands for the tensor it aliases
     std::shared_ptr<TensorImpl> o = t->alias_of.lock();
     if (!o || !same_view(*t, *o)) break;
     t = std::move(o);
   }
-  if (t->id < step_first_id) return {t, t->id};
-  if (!t->shape.empty() || t->requires_grad || t->grad_fn || !t->has_data()) return {t, kFreshKey};
+  if (uint64_t id = t->id; id < step_first_id) return {std::move(t), id};
+  if (!t->shape.empty() || t->requires_grad || t->grad_fn || !t->has_data()) return {std::move(t), kFreshKey};
   double v = 0;
   visit_dtype(t->dtype, [&](auto z) { v = double(*t->data_as<decltype(z)>()); });
   uint64_t bits;
