@@ -11,6 +11,13 @@
 
 namespace py = pybind11;
 
+// terra::Shape converts to and from Python exactly as std::vector<int64_t> does: any sequence
+// but str/bytes in (numpy arrays included), a list out.
+namespace pybind11::detail {
+template <>
+struct type_caster<terra::Shape> : list_caster<terra::Shape, int64_t> {};
+}  // namespace pybind11::detail
+
 namespace terra::python {
 
 // A Python int (or __index__ object) as int64: one outside the int64 range raises OverflowError

@@ -61,6 +61,8 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
+void PrintTo(const Shape& s, std::ostream* os) { *os << shape_str(s); }
+
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   if (a == b) return a;
   size_t n = std::max(a.size(), b.size());

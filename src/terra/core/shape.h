@@ -2,12 +2,16 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
+#include "terra/core/small_vector.h"
+
 namespace terra {
 
-using Shape = std::vector<int64_t>;
+// Inline room for 6 dims covers every shape the programs build (NCHW + a couple): no malloc per op.
+using Shape = SmallVector<int64_t, 6>;
 
 // Element count; throws std::invalid_argument when the dims' product overflows int64 (zero dims
 // count as 1 for that check, so every contiguous stride of a valid shape fits as well).
@@ -21,6 +25,8 @@ int64_t checked_mul(const char* op, int64_t a, int64_t b, const std::string& wha
 int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& what);
 Shape contiguous_strides(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3]"
+// gtest prints a Shape through this (found by ADL), e.g. in a failing EXPECT_EQ.
+void PrintTo(const Shape& s, std::ostream* os);
 // Numpy broadcasting; throws std::invalid_argument naming `op` when shapes do not broadcast.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 // Wraps a possibly negative dim into [0, rank); throws std::out_of_range naming `op` when out of range.
