@@ -12,8 +12,10 @@
 namespace terra::kernels {
 namespace {
 
-// Multiply-adds below which an sgemm stays whole on the calling thread (~5 us of work).
-constexpr int64_t kSplitMacs = int64_t(1) << 17;
+// Multiply-adds below which an sgemm stays whole on the calling thread. Measured on 2 cores
+// (1 vs 2 threads, the blocks' oneDNN calls plus a worker's wake-up): 16x256x256 (1M) ran 1.14x
+// slower split, 64x256x256 (4M) 0.5-0.86x; 2^17 split products too small to pay for it.
+constexpr int64_t kSplitMacs = int64_t(1) << 21;
 
 // A matrix operand as sgemm wants it: row-major with a leading dim, or transposed.
 struct Mat {
