@@ -125,15 +125,24 @@ std::string where_(const Shape& s, DType d, Layout lp, Layout lg, const std::str
   return shape_str(s) + " " + dtype_name(d) + " param " + layout_name(lp) + " grad " + layout_name(lg) + " " + opts;
 }
 
-TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
-  manual_seed(11);
-  int checked = 0;
+// Every dtype, shape and parameter/gradient layout the bit-for-bit tests cover (transposes only
+// of matrices; large shapes only with one dense operand, to keep them quick).
+template <class F>
+void for_each_case(F&& f) {
   for (DType d : {DType::Float32, DType::Float64})
     for (const Shape& s : kShapes)
       for (Layout lp : {kDense, kTransposed, kStepped})
         for (Layout lg : {kDense, kTransposed, kStepped, kExpanded}) {
           if (s.size() != 2 && (lp == kTransposed || lg == kTransposed)) continue;
-          if (numel_of(s) > 20000 && lp != kDense && lg != kDense) continue;  // keep it quick
+          if (numel_of(s) > 20000 && lp != kDense && lg != kDense) continue;
+          f(d, s, lp, lg);
+        }
+}
+
+TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
+  manual_seed(11);
+  int checked = 0;
+  for_each_case([&](DType d, const Shape& s, Layout lp, Layout lg) {
           struct Opt { double beta1, beta2, eps, wd; bool decoupled; };
           for (Opt opt : {Opt{0.9, 0.999, 1e-8, 0.0, false}, Opt{0.8, 0.99, 1e-6, 0.05, false},
                           Opt{0.9, 0.999, 1e-8, 0.01, true}, Opt{0.0, 0.5, 0.0, 0.0, false},
@@ -158,19 +167,14 @@ TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
             EXPECT_TRUE(same_bits(a.p, b.p)) << "param " << at;
             ++checked;
           }
-        }
+  });
   EXPECT_GT(checked, 300);
 }
 
 TEST(OptimFusedOps, SgdMatchesTheOldChainBitForBit) {
   manual_seed(12);
   int checked = 0;
-  for (DType d : {DType::Float32, DType::Float64})
-    for (const Shape& s : kShapes)
-      for (Layout lp : {kDense, kTransposed, kStepped})
-        for (Layout lg : {kDense, kTransposed, kStepped, kExpanded}) {
-          if (s.size() != 2 && (lp == kTransposed || lg == kTransposed)) continue;
-          if (numel_of(s) > 20000 && lp != kDense && lg != kDense) continue;
+  for_each_case([&](DType d, const Shape& s, Layout lp, Layout lg) {
           struct Opt { double momentum, dampening, wd; bool nesterov; };
           for (Opt opt : {Opt{0.0, 0.0, 0.0, false}, Opt{0.0, 0.0, 0.01, false}, Opt{0.9, 0.0, 0.0, false},
                           Opt{0.9, 0.1, 0.0, false}, Opt{0.5, 0.3, 0.02, false}, Opt{0.9, 0.0, 0.0, true},
@@ -201,7 +205,7 @@ TEST(OptimFusedOps, SgdMatchesTheOldChainBitForBit) {
               EXPECT_TRUE(same_bits(a.p, b.p)) << "param " << at;
               ++checked;
             }
-        }
+  });
   EXPECT_GT(checked, 400);
 }
 

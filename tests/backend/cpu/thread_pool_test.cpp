@@ -72,10 +72,9 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnceInThePartitionsRanges) {
   }
 }
 
-TEST(ThreadPool, UsesAWorkerWhenOneIsFree) {
-  ThreadsGuard g;
-  set_num_threads(2);
-  // Chunks that wait for each other can only finish if two threads run them at once.
+// Whether a 2-chunk loop ran on two threads at once: its chunks wait for each other, so both
+// arrive only if a worker took one (up to 50 attempts).
+bool two_threads_ran_a_loop() {
   std::atomic<int> arrived{0};
   std::atomic<bool> both{false};
   for (int attempt = 0; attempt < 50 && !both; ++attempt) {
@@ -86,7 +85,13 @@ TEST(ThreadPool, UsesAWorkerWhenOneIsFree) {
       if (arrived.load() == 2) both = true;
     });
   }
-  EXPECT_TRUE(both.load());
+  return both.load();
+}
+
+TEST(ThreadPool, UsesAWorkerWhenOneIsFree) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  EXPECT_TRUE(two_threads_ran_a_loop());
 }
 
 // A GraphRunner leaves the host its core while the host is busy: its loops then take no worker
@@ -120,18 +125,8 @@ TEST(ThreadPool, LeavesACoreToABusyHost) {
   EXPECT_EQ(loop_helpers(), 3);
   set_num_threads(2);
   EXPECT_EQ(loop_helpers(), 1);
-  // With the host waiting, a worker joins again (chunks that wait for each other finish).
-  std::atomic<int> arrived{0};
-  std::atomic<bool> both{false};
-  for (int attempt = 0; attempt < 50 && !both; ++attempt) {
-    arrived = 0;
-    parallel_for(2, 1, [&](int64_t, int64_t) {
-      arrived.fetch_add(1);
-      for (int i = 0; i < 200000 && arrived.load() < 2; ++i) std::this_thread::yield();
-      if (arrived.load() == 2) both = true;
-    });
-  }
-  EXPECT_TRUE(both.load());
+  // With the host waiting, a worker joins again.
+  EXPECT_TRUE(two_threads_ran_a_loop());
   leave_core_to_host(nullptr);
   host_waiting = 0;
   EXPECT_EQ(loop_helpers(), 1);
