@@ -5,7 +5,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/sum_columns.h"
+#include "terra/backend/cpu/sum_loops.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/views.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/sum_columns.h"
+#include "terra/backend/cpu/sum_loops.h"
 #include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
@@ -44,32 +44,21 @@ std::vector<TensorMeta> infer_log_softmax(std::span<const Tensor> in, const Attr
   return infer_softmax_like("log_softmax", in, a);
 }
 
-// One row of n elements at x (stride st), into o. Contiguous rows (st == 1, a softmax over the
-// last dim) take plain loops over the row that vectorize: the max, the exponentials (vexp, the
-// vector exp every kernel shares), and the sum in sum_row's fixed lanes; a strided row does the same
-// arithmetic one element at a time, so both give the same bits.
+// One contiguous row of n elements at x, into o: the max, the exponentials (vexp, the vector exp
+// every kernel shares) and their sum in sum_row's fixed lanes, as plain loops that vectorize.
 template <bool kLog, class T>
-void softmax_row(const T* x, T* o, int64_t n, int64_t st, T* tmp) {
+void softmax_row(const T* x, T* o, int64_t n, T* tmp) {
   T m = -std::numeric_limits<T>::infinity();
-  double s;
-  if (st == 1) {
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
-    T* e = kLog ? tmp : o;
-    for (int64_t j = 0; j < n; ++j) e[j] = cpu::any_exp(T(x[j] - m));
-    s = cpu::sum_row<double>(e, n);
-  } else {
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j * st]);
-    for (int64_t j = 0; j < n; ++j) tmp[j] = cpu::any_exp(T(x[j * st] - m));
-    s = cpu::sum_row<double>(tmp, n);
-    if constexpr (!kLog)
-      for (int64_t j = 0; j < n; ++j) o[j * st] = tmp[j];
-  }
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+  T* e = kLog ? tmp : o;
+  for (int64_t j = 0; j < n; ++j) e[j] = cpu::any_exp(T(x[j] - m));
+  const double s = cpu::sum_row<double>(e, n);
   if constexpr (kLog) {
     T lse = m + T(std::log(s));
-    for (int64_t j = 0; j < n; ++j) o[j * st] = x[j * st] - lse;
+    for (int64_t j = 0; j < n; ++j) o[j] = x[j] - lse;
   } else {
     T inv = T(1.0 / s);
-    for (int64_t j = 0; j < n; ++j) o[j * st] *= inv;
+    for (int64_t j = 0; j < n; ++j) o[j] *= inv;
   }
 }
 
@@ -81,13 +70,21 @@ void kernel_softmax_t(const KernelArgs& k) {
     using T = decltype(z);
     const T* px = x.impl()->data_as<T>();
     T* po = k.out[0].impl()->data_as<T>();
-    const int64_t rows = l.outer * l.inner;
-    const int64_t grain = std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.n, 1));
-    cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
-      std::vector<T> tmp(size_t(l.n));  // per chunk: the row's exponentials
+    const int64_t rows = l.outer * l.inner, n = l.n, st = l.inner;
+    cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      // Per chunk: the row's exponentials, and a strided row (a softmax over an inner dim) gathered
+      // and its result, so strided and contiguous rows take the same arithmetic.
+      std::vector<T> buf(static_cast<size_t>((st == 1 ? 1 : 3) * n));
       for (int64_t r = b; r < e; ++r) {
-        const int64_t base = (r / l.inner) * l.n * l.inner + r % l.inner;
-        softmax_row<kLog>(px + base, po + base, l.n, l.inner, tmp.data());
+        const int64_t base = (r / st) * n * st + r % st;
+        if (st == 1) {
+          softmax_row<kLog>(px + base, po + base, n, buf.data());
+          continue;
+        }
+        T *xr = buf.data() + n, *orow = xr + n;
+        for (int64_t j = 0; j < n; ++j) xr[j] = px[base + j * st];
+        softmax_row<kLog>(xr, orow, n, buf.data());
+        for (int64_t j = 0; j < n; ++j) po[base + j * st] = orow[j];
       }
     });
   });

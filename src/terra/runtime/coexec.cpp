@@ -227,7 +227,6 @@ void CoExecSession::explain(const std::string& what) {
 void CoExecSession::sync_all() {
   if (runner_->steps_finished() >= steps_sent_) return;
   auto t = Clock::now();
-  HostWaiting blocked(runner_->host_waiting().get());
   runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
 }
@@ -235,7 +234,6 @@ void CoExecSession::sync_all() {
 void CoExecSession::sync_validated() {
   if (steps_sent_ > 0 && runner_->steps_finished() < steps_sent_ - 1) {
     auto t = Clock::now();
-    HostWaiting blocked(runner_->host_waiting().get());
     runner_->wait_steps_finished(steps_sent_ - 1);
     t_stall += since(t);
   }
@@ -284,7 +282,6 @@ void CoExecSession::begin_step() {
     // Bounded run-ahead: at most two steps queued on the runner.
     if (steps_sent_ >= 2 && runner_->steps_finished() < steps_sent_ - 2) {
       auto t = Clock::now();
-      HostWaiting blocked(runner_->host_waiting().get());
       runner_->wait_steps_finished(steps_sent_ - 2);
       t_stall += since(t);
     }
@@ -593,10 +590,7 @@ void CoExecSession::fall_back(const std::string& why) {
   m.kind = Message::Abort;
   runner_->channel().push(std::move(m));
   auto t = Clock::now();
-  {
-    HostWaiting blocked(runner_->host_waiting().get());
-    runner_->wait_steps_finished(steps_sent_);
-  }
+  runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
   st_->host_reclaim();
   std::exception_ptr err = st_->error_before(seq_);

@@ -59,6 +59,7 @@ GraphRunner::~GraphRunner() {
 }
 
 void GraphRunner::wait_steps_finished(uint64_t n) {
+  HostWaiting blocked(host_waiting_.get());  // only host threads wait here: the runner may use every core
   std::unique_lock<std::mutex> g(mu_);
   cv_.wait(g, [&] { return steps_finished_.load() >= n; });
 }

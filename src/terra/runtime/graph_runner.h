@@ -44,6 +44,7 @@ class GraphRunner {
   Channel& channel() { return ch_; }
   // Steps fully executed; the host compares with the steps it started to bound run-ahead.
   uint64_t steps_finished() const { return steps_finished_.load(); }
+  // Host: blocks until `n` steps finished, counted meanwhile as a host waiting (host_waiting()).
   void wait_steps_finished(uint64_t n);
   double busy_s() const { return busy_s_.load(); }
   double stall_s() const { return ch_.waited_s(); }

@@ -9,9 +9,9 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <utility>
 #include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "terra/core/threads.h"

@@ -22,13 +22,12 @@ using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
 // Runs fn over the chunks of `p` (covering [0, n)) on the pool and the calling thread; returns
 // once every chunk has run, rethrowing the exception of the lowest chunk that threw (the one a
 // serial loop would raise; chunks after it may be skipped). At most loop_helpers() workers
-// (core/threads.h) join. Returns false without
-// running anything when no worker may join, the pool is busy (another thread's loop) or the caller is itself inside a
-// pool loop (nesting): the caller then runs the loop serially.
+// (core/threads.h) join. Returns false without running anything when no worker may join, the pool
+// is busy (another thread's loop) or the caller is itself inside a pool loop (nesting): the caller
+// then runs the loop serially.
 bool pool_run(int64_t n, Partition p, ChunkFn fn, void* ctx);
 
 // True on pool workers and on a caller while it runs chunks.
 bool in_parallel_region();
-
 
 }  // namespace terra::cpu

@@ -1,7 +1,8 @@
-// Sum kernels. sum_columns: sums over a block of dims that is not innermost (a bias gradient's sum over the batch, a mean
-// over time) without first copying the reduced dims innermost: each output still adds its elements
-// in increasing reduced index in the accumulator type, exactly as reduce_rows' row loop does, so the
-// bits are the same; the loop runs across the kept inner elements, which vectorizes.
+// The sum loops reduce and softmax share. sum_columns sums over a block of dims that is not
+// innermost (a bias gradient's sum over the batch, a mean over time) without first copying the
+// reduced dims innermost: each output still adds its elements in increasing reduced index in the
+// accumulator type, exactly as reduce_rows' row loop does, so the bits are the same; the loop runs
+// across the kept inner elements, which vectorizes. sum_row sums one contiguous row in fixed lanes.
 #pragma once
 #include <algorithm>
 #include <cstdint>
