@@ -152,5 +152,12 @@ int main(int argc, char** argv) {
                 1e6 * r->runner_cpu / ts,
                 &r == &runs[0] ? "ref" : same ? "exact" : "DIFFER");
   }
+  for (auto& r : runs) {
+    Stats s = r->engine.stats();
+    if (s.side_heavy_ops)
+      std::printf("%s: %.1f heavy ops a step ran on a spare core, beside %.1f ops on the runner\n",
+                  mode_name(r->engine.mode()), double(s.side_heavy_ops) / double(s.steps),
+                  double(s.side_ops) / double(s.steps));
+  }
   return exact ? 0 : 1;
 }

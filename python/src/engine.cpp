@@ -110,6 +110,8 @@ void bind_engine(py::module_& m) {
         d["runner_cpu_s"] = s.runner_cpu_s;
         d["fused_kernels"] = s.fused_kernels;
         d["fused_ops"] = s.fused_ops;
+        d["side_heavy_ops"] = s.side_heavy_ops;
+        d["side_ops"] = s.side_ops;
         d["lazy_cache_hits"] = s.lazy_cache_hits;
         d["lazy_cache_misses"] = s.lazy_cache_misses;
         d["coexec_disabled"] = s.coexec_disabled;

@@ -14,6 +14,7 @@
 
 #include "runtime/mode_harness.h"
 #include "terra/compile/passes.h"
+#include "terra/runtime/graph_runner.h"
 
 using namespace terra;
 using namespace terra::testing;
@@ -288,4 +289,44 @@ TEST(Differential, ShapeVaryingProgramsAllModesAgree) {
               "%d mismatches\n", n, steps, traces, coexec_steps, fallbacks, mismatches);
   // A new batch every step no longer means a new trace every step: most steps co-execute.
   EXPECT_GT(coexec_steps, steps / 2);
+}
+
+// Side by side forced onto every product (no minimum work, three threads so a core is always
+// spare): the random programs' matrix products run on a worker beside whatever follows them, with
+// fetches, in-place writes, loops and fallbacks around them. Co-execution must still be eager.
+TEST(Differential, SideBySideOnEveryProductAgreesWithEager) {
+  int n = 250;
+  if (const char* env = std::getenv("TERRA_DIFF_SIDE_PROGRAMS")) n = std::atoi(env);
+  const int threads = num_threads();
+  set_num_threads(3);
+  runtime::set_side_min_work(0);
+  int mismatches = 0;
+  int64_t side_heavy = 0, side_ops = 0;
+  for (int p = 0; p < n; ++p) {
+    std::mt19937 rng(uint32_t(4321 + p));
+    ProgramSpec spec;
+    spec.code = gen_block(rng, 0, 3 + int(rng() % 6));
+    auto prog = [&](Engine& e, const std::function<void(const Tensor&)>& obs) { run_program(spec, e, obs); };
+    Observed eager, co;
+    try {
+      eager = run_in_mode(Mode::Eager, prog, uint64_t(p));
+      co = run_in_mode(Mode::CoExecution, prog, uint64_t(p));
+    } catch (const std::exception& ex) {
+      if (++mismatches <= 3) ADD_FAILURE() << "program " << p << " threw: " << ex.what();
+      continue;
+    }
+    side_heavy += co.stats.side_heavy_ops;
+    side_ops += co.stats.side_ops;
+    if (eager.values != co.values && ++mismatches <= 3) {
+      ADD_FAILURE() << "program " << p << " differs with side by side forced";
+      expect_same(eager, co, "coexec");
+    }
+  }
+  runtime::set_side_min_work(int64_t(1) << 18);
+  set_num_threads(threads);
+  EXPECT_EQ(mismatches, 0);
+  std::printf("[differential, side by side] %d programs, %lld heavy ops beside %lld ops, %d mismatches\n", n,
+              (long long)side_heavy, (long long)side_ops, mismatches);
+  EXPECT_GT(side_heavy, n / 4);  // it really ran
+  EXPECT_GT(side_ops, n / 4);
 }

@@ -6,7 +6,9 @@
 
 namespace terra::compile {
 
-enum class Pass : unsigned { FuseElementwise, Count };
+// SideBySide: the GraphRunner runs a heavy op on a spare core while it runs the ops after it that
+// do not read it (runtime/runner_side.cpp); each op's own kernel, so values never change.
+enum class Pass : unsigned { FuseElementwise, SideBySide, Count };
 
 const char* pass_name(Pass p);
 bool pass_enabled(Pass p);

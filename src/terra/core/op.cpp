@@ -16,4 +16,11 @@ const OpDef* find_op(const char* name) {
 }
 OpRegistrar::OpRegistrar(const OpDef& op) { registry().push_back(&op); }
 
+int64_t op_work(const OpDef& op, std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs& attrs) {
+  if (op.work) return op.work(in, out, attrs);
+  int64_t n = 0;
+  for (const TensorMeta& m : out) n += numel_of(m.shape);
+  return kElementWork * n;
+}
+
 }  // namespace terra

@@ -58,6 +58,8 @@ struct OpDef {
   // Raises the kernel's own value-dependent error (index out of range, integer division by zero)
   // before the call is handed on, so graph modes raise it at the call site as eager does.
   using CheckValuesFn = void (*)(std::span<const Tensor> in, const Attrs& attrs);
+  // Rough work of one call in multiply-adds (the GraphRunner sizes ops it runs side by side).
+  using WorkFn = int64_t (*)(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs& attrs);
 
   const char* name;
   uint32_t flags = 0;
@@ -73,9 +75,17 @@ struct OpDef {
   // only its meta (a fused op's bias, its loss value), so in-place writes to it stay legal.
   uint32_t unsaved_in = 0;
   uint32_t unsaved_out = 0;
+  // Set on ops whose work grows faster than their outputs (products, convolutions); other ops
+  // count as a few multiply-adds per output element (op_work).
+  WorkFn work = nullptr;
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
 };
+
+// The op's work for these inputs and outputs, in multiply-adds: `work` where set, else
+// kElementWork per output element.
+constexpr int64_t kElementWork = 4;
+int64_t op_work(const OpDef& op, std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs& attrs);
 
 // Every OpDef registers itself (for listing in tests, tools and the graph dump).
 const std::vector<const OpDef*>& all_ops();

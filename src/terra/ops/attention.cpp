@@ -1,5 +1,6 @@
 #include "terra/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -134,11 +135,22 @@ std::vector<TensorMeta> infer_sdpa_backward(std::span<const Tensor> in, const At
   return out;
 }
 
+// Multiply-adds: q·kᵀ and weights·v, each over every (query, key) pair; backward about twice that.
+int64_t work_sdpa(std::span<const Tensor> in, std::span<const TensorMeta>, const Attrs&) {
+  const Shape& q = in[0].shape();
+  const Shape& k = in[1].shape();
+  const Shape& v = in[2].shape();
+  return in[0].numel() / std::max<int64_t>(q.back(), 1) * k[k.size() - 2] * (q.back() + v.back());
+}
+int64_t work_sdpa_backward(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs& a) {
+  return 2 * work_sdpa(in.subspan(1), out, a);  // in[0]: grad_out, then q, k, v
+}
+
 const OpDef kSdpa{.name = kFwd, .flags = kSaveInputs | kSaveOutputs, .infer = infer_sdpa,
-                  .kernel = kernels::scaled_dot_product_attention, .grad = grad_sdpa};
+                  .kernel = kernels::scaled_dot_product_attention, .grad = grad_sdpa, .work = work_sdpa};
 // No gradient of the gradient (as layer_norm_backward): its outputs do not require grad.
 const OpDef kSdpaBackward{.name = kBwd, .infer = infer_sdpa_backward,
-                          .kernel = kernels::scaled_dot_product_attention_backward};
+                          .kernel = kernels::scaled_dot_product_attention_backward, .work = work_sdpa_backward};
 OpRegistrar r1(kSdpa), r2(kSdpaBackward);
 
 }  // namespace

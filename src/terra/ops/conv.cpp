@@ -190,14 +190,34 @@ std::vector<Tensor> grad_conv_transpose2d(const GradArgs& g) {
   return r;
 }
 
+// Multiply-adds of a convolution: each element of the (forward) output sums C/G * KH * KW
+// products; the backward passes do the same products in another order.
+int64_t work_conv2d(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs&) {
+  const Shape& w = in[1].shape();  // [O, C/G, KH, KW]
+  return numel_of(out[0].shape) * w[1] * w[2] * w[3];
+}
+int64_t work_conv2d_backward_input(std::span<const Tensor> in, std::span<const TensorMeta>, const Attrs&) {
+  const Shape& w = in[1].shape();  // in[0]: the forward output's gradient
+  return in[0].numel() * w[1] * w[2] * w[3];
+}
+int64_t work_conv2d_backward_weight(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs&) {
+  const Shape& w = out[0].shape;  // in[0]: the forward output's gradient
+  return in[0].numel() * w[1] * w[2] * w[3];
+}
+int64_t work_conv_transpose2d(std::span<const Tensor> in, std::span<const TensorMeta>, const Attrs&) {
+  const Shape& w = in[1].shape();  // [C, O/G, KH, KW]: every input element feeds O/G * KH * KW outputs
+  return in[0].numel() * w[1] * w[2] * w[3];
+}
+
 const OpDef kConv2d{.name = "conv2d", .flags = kSaveInputs, .infer = infer_conv2d, .kernel = kernels::conv2d,
-                    .grad = grad_conv2d};
+                    .grad = grad_conv2d, .work = work_conv2d};
 const OpDef kConv2dBackwardInput{.name = "conv2d_backward_input", .infer = infer_conv2d_backward_input,
-                                 .kernel = kernels::conv2d_backward_input};
+                                 .kernel = kernels::conv2d_backward_input, .work = work_conv2d_backward_input};
 const OpDef kConv2dBackwardWeight{.name = "conv2d_backward_weight", .infer = infer_conv2d_backward_weight,
-                                  .kernel = kernels::conv2d_backward_weight};
+                                  .kernel = kernels::conv2d_backward_weight, .work = work_conv2d_backward_weight};
 const OpDef kConvTranspose2d{.name = "conv_transpose2d", .flags = kSaveInputs, .infer = infer_conv_transpose2d,
-                             .kernel = kernels::conv_transpose2d, .grad = grad_conv_transpose2d};
+                             .kernel = kernels::conv_transpose2d, .grad = grad_conv_transpose2d,
+                             .work = work_conv_transpose2d};
 OpRegistrar r1(kConv2d), r2(kConv2dBackwardInput), r3(kConv2dBackwardWeight), r4(kConvTranspose2d);
 
 void check_defined(const char* op, const Tensor& x, const Tensor& w) {

@@ -34,8 +34,13 @@ std::vector<Tensor> grad_matmul(const GradArgs& g) {
   return matmul_backward(g.grad_out[0], g.in[0], g.in[1], g.in_meta[0].shape, g.in_meta[1].shape);
 }
 
+// Multiply-adds: every output element sums K products (K: the last dim of the first operand).
+int64_t work_matmul(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs&) {
+  return numel_of(out[0].shape) * (in[0].dim() > 0 ? in[0].shape().back() : 1);
+}
+
 const OpDef kMatmul{.name = "matmul", .flags = kSaveInputs, .infer = infer_matmul, .kernel = kernels::matmul,
-                    .grad = grad_matmul};
+                    .grad = grad_matmul, .work = work_matmul};
 OpRegistrar r1(kMatmul);
 
 }  // namespace

@@ -61,16 +61,21 @@ std::vector<Tensor> grad_linear_relu(const GradArgs& g) {
   return linear_grads(g, where(gt(g.out[0], 0.0), g.grad_out[0], 0.0));
 }
 
+// Multiply-adds: every output element sums in_features products.
+int64_t work_linear(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs&) {
+  return numel_of(out[0].shape) * (in[0].dim() > 0 ? in[0].shape().back() : 1);
+}
+
 void kernel_linear(const KernelArgs& k) { kernels::linear(k, false); }
 void kernel_linear_relu(const KernelArgs& k) { kernels::linear(k, true); }
 
 // The bias is not saved: its gradient needs only its shape (and it may be updated in place
 // before the backward, as with the composed add).
 const OpDef kLinear{.name = "linear", .flags = kSaveInputs, .infer = infer_linear, .kernel = kernel_linear,
-                    .grad = grad_linear, .unsaved_in = 1u << 2};
+                    .grad = grad_linear, .unsaved_in = 1u << 2, .work = work_linear};
 // Keeps its output for the relu mask, as relu did.
 const OpDef kLinearRelu{.name = "linear_relu", .flags = kSaveInputs | kSaveOutputs, .infer = infer_linear,
-                        .kernel = kernel_linear_relu, .grad = grad_linear_relu, .unsaved_in = 1u << 2};
+                        .kernel = kernel_linear_relu, .grad = grad_linear_relu, .unsaved_in = 1u << 2, .work = work_linear};
 OpRegistrar r1(kLinear), r2(kLinearRelu);
 
 // x [..., in] through `op`; a 1-D input goes through [1, in] as matmul would take it.

@@ -670,6 +670,8 @@ void CoExecSession::end_step() {
   stats_.runner_cpu_s = runner_->cpu_s();
   stats_.fused_kernels = int64_t(runner_->fused_kernels());
   stats_.fused_ops = int64_t(runner_->fused_ops());
+  stats_.side_heavy_ops = int64_t(runner_->side_heavy());
+  stats_.side_ops = int64_t(runner_->side_ops());
   raise_pending(false);  // errors already known reach the program at the step's end
 }
 

@@ -233,19 +233,24 @@ void GraphRunner::run_region(const graph::Region& r) {
 
 void GraphRunner::run_block(const std::vector<graph::Item>& block) {
   BlockPlan* plan = compile::pass_enabled(compile::Pass::FuseElementwise) ? &plan_of(block) : nullptr;
+  const bool side = compile::pass_enabled(compile::Pass::SideBySide);
   size_t next_span = 0;
   for (size_t k = 0; k < block.size();) {
-    if (plan && next_span < plan->spans.size() && plan->spans[next_span].begin == k) {
+    const bool span_here = plan && next_span < plan->spans.size();
+    if (span_here && plan->spans[next_span].begin == k) {
       const size_t s = next_span++;
       run_span(block, *plan, s);
       k = plan->spans[s].end;
       continue;
     }
-    const graph::Item& it = block[k++];
+    const graph::Item& it = block[k];
     if (!it.is_loop) {
-      run_op(it.op);
+      const size_t ran = side ? run_side_by_side(block, k, span_here ? plan->spans[next_span].begin : block.size()) : 0;
+      if (ran == 0) run_op(it.op);
+      k += ran ? ran : 1;
       continue;
     }
+    k++;
     if (it.fixed_trips >= 0) {
       for (int64_t i = 0; i < it.fixed_trips; ++i) run_region(*it.body);
     } else {
@@ -337,14 +342,22 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
 }
 
 void GraphRunner::finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
+  st_->runner_store(pos_, outs);
+  keep_outputs(op, in, outs);
+  advance();
+}
+
+void GraphRunner::keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
   for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
     if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
-  st_->runner_store(pos_, outs);
   Ring& ring = env_[op.node];
   if (ring.count == 0) touched_.push_back(op.node);
   ring.push_front(outs);
   for (uint32_t n : op.release_after)
     if (std::vector<Tensor>* v = env_[n].at(0)) v->clear();
+}
+
+void GraphRunner::advance() {
   pos_++;
   st_->done.store(pos_);  // seq_cst: pairs with the host's host_waits_for store (no lost wake-up)
   if (pos_ >= st_->host_waits_for.load()) {

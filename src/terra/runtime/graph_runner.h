@@ -37,6 +37,10 @@ inline size_t ring_index(const trace::Source& s, uint32_t reader) {
   return s.node == reader ? size_t(s.age) - 1 : size_t(s.age);
 }
 
+// The work (multiply-adds, OpDef::work) from which an op runs side by side: 2^18 by default.
+// Tests set it to 0 to run every op that has a work estimate beside the next ones.
+void set_side_min_work(int64_t macs);
+
 class GraphRunner {
  public:
   GraphRunner();
@@ -59,6 +63,9 @@ class GraphRunner {
   const std::shared_ptr<std::atomic<int>>& host_waiting() const { return host_waiting_; }
   uint64_t fused_kernels() const { return fused_kernels_.load(std::memory_order_relaxed); }
   uint64_t fused_ops() const { return fused_ops_.load(std::memory_order_relaxed); }
+  // Heavy ops that ran on a spare core beside the runner, and the ops the runner ran meanwhile.
+  uint64_t side_heavy() const { return side_heavy_.load(std::memory_order_relaxed); }
+  uint64_t side_ops() const { return side_ops_.load(std::memory_order_relaxed); }
 
  private:
   struct Abort {};
@@ -76,6 +83,10 @@ class GraphRunner {
   void read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip);
   // Publishes the outputs of the op at pos_ (cells, ring, releases) and advances pos_.
   void finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  // finish_op's parts: the runner's own bookkeeping (inputs dropped, outputs into the ring, dead
+  // values released), then the host's (the position done: pos_ advances, a waiting host wakes).
+  void keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  void advance();
   // Fused groups (runner_fusion.cpp).
   BlockPlan& plan_of(const std::vector<graph::Item>& block);
   void run_span(const std::vector<graph::Item>& block, BlockPlan& plan, size_t span);
@@ -88,6 +99,10 @@ class GraphRunner {
   // Whether begin_op(op, p) would return without waiting for the host.
   bool may_begin(const graph::OpNode& op, uint64_t p) const;
   void run_gathered(const std::vector<graph::Item>& block, const FusedSegment& seg, uint32_t count);
+  // Side by side (runner_side.cpp): while a core is spare, the heavy op block[k] runs on a pool
+  // worker and the runner runs the ops after it (before `end`) that do not read it; every op's
+  // outputs are published in position order. Returns the items it ran (0: run block[k] as usual).
+  size_t run_side_by_side(const std::vector<graph::Item>& block, size_t k, size_t end);
   int take_choice(uint32_t sw);
   bool take_loop_cond(uint32_t loop);
   Message& take_validate(uint32_t node, uint64_t p);  // the channel's front; popped by the caller
@@ -130,6 +145,12 @@ class GraphRunner {
   Readers readers_;                                       // of the current graph (built with plans)
   std::vector<Tensor> outs_;  // an op's outputs; swapped into its ring slot, so the two recycle capacity
   std::vector<Tensor> slots_;                             // a fused segment's slot tensors (reused)
+  struct SideOp {
+    const graph::OpNode* op = nullptr;
+    std::vector<Tensor> outs;  // published after the heavy op's
+  };
+  std::vector<SideOp> side_;  // the ops run beside a heavy one (reused)
+  std::vector<Tensor> side_outs_;  // the heavy op's outputs
   std::vector<uint8_t> keep_;                             // per slot: written out (reused)
   std::vector<const TensorImpl*> ext_impls_;              // a segment's outside inputs (reused)
   std::string explain_dir_;                               // guarded by mu_
@@ -142,6 +163,7 @@ class GraphRunner {
   std::atomic<double> busy_s_{0};
   std::atomic<double> cpu_s_{0};
   std::atomic<uint64_t> fused_kernels_{0}, fused_ops_{0};
+  std::atomic<uint64_t> side_heavy_{0}, side_ops_{0};
   std::shared_ptr<std::atomic<int>> host_waiting_ = std::make_shared<std::atomic<int>>(0);
   std::thread thread_;
 };

@@ -49,6 +49,8 @@ thread_local bool t_in_parallel = false;
 
 void pool_in_child();
 
+}  // namespace
+
 // One loop. Shared by reference count: a worker that picks it up late keeps it alive, finds no
 // chunk left and never touches the caller's (by then gone) closure.
 struct Job {
@@ -91,6 +93,8 @@ struct Job {
   }
 };
 
+namespace {
+
 class Pool {
  public:
   Pool() {
@@ -111,8 +115,32 @@ class Pool {
   }
 
   bool run(int64_t n, Partition p, ChunkFn fn, void* ctx) {
+    std::shared_ptr<Job> job = start(n, p, fn, ctx);
+    if (!job) return false;
+    t_in_parallel = true;
+    job->work();
+    t_in_parallel = false;
+    finish(*job);
+    return true;
+  }
+
+  // One task for a worker; the caller goes on and later calls finish (via join).
+  std::shared_ptr<Job> fork(ChunkFn fn, void* ctx) { return start(1, Partition{1, 1}, fn, ctx); }
+
+  // Runs the chunks no worker claimed, waits for the rest, frees the pool; rethrows the job's error.
+  void join(Job& job) {
+    t_in_parallel = true;
+    job.work();
+    t_in_parallel = false;
+    finish(job);
+  }
+
+ private:
+  // Publishes a job to the workers, or returns null (the caller runs it serially) when no worker
+  // may join, the pool is busy (another thread's loop or fork) or the caller is inside a loop.
+  std::shared_ptr<Job> start(int64_t n, Partition p, ChunkFn fn, void* ctx) {
     const int seats = loop_helpers();
-    if (seats <= 0 || t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return false;
+    if (seats <= 0 || t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return nullptr;
     auto job = std::make_shared<Job>();
     job->seats.store(seats, std::memory_order_relaxed);
     job->n = n;
@@ -123,7 +151,7 @@ class Pool {
       resize(num_threads() - 1);
     } catch (...) {
       busy_.store(false, std::memory_order_release);
-      return false;  // could not start threads: run serially
+      return nullptr;  // could not start threads: run serially
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -131,10 +159,11 @@ class Pool {
     }
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     wake_all(epoch_, sleepers_);
-    t_in_parallel = true;
-    job->work();
-    t_in_parallel = false;
-    if (job->done.load(std::memory_order_acquire) != p.count) await_change(job->finished, 0, job->caller_sleeping);
+    return job;
+  }
+
+  void finish(Job& job) {
+    if (job.done.load(std::memory_order_acquire) != job.p.count) await_change(job.finished, 0, job.caller_sleeping);
     {
       std::lock_guard<std::mutex> lock(mu_);
       current_.reset();
@@ -142,11 +171,9 @@ class Pool {
     busy_.store(false, std::memory_order_release);
     // Taken out of the job: a worker may still hold the job and drop it later, and the exception must
     // then die on this thread, not there (TSan cannot see libstdc++'s atomic count of it).
-    if (job->error) std::rethrow_exception(std::exchange(job->error, nullptr));
-    return true;
+    if (job.error) std::rethrow_exception(std::exchange(job.error, nullptr));
   }
 
- private:
   // Called with busy_ held, so no loop is running.
   void resize(int workers) {
     workers = std::max(workers, 0);
@@ -219,6 +246,27 @@ Partition partition(int64_t n, int64_t grain, int threads) {
 }
 
 bool pool_run(int64_t n, Partition p, ChunkFn fn, void* ctx) { return pool().run(n, p, fn, ctx); }
+
+ForkedTask pool_fork(ChunkFn fn, void* ctx) {
+  ForkedTask t;
+  t.job_ = pool().fork(fn, ctx);
+  if (!t.job_) fn(ctx, 0, 1);  // no worker may take it: it runs here, now
+  return t;
+}
+
+void ForkedTask::join() {
+  if (!job_) return;
+  std::shared_ptr<Job> job = std::move(job_);  // joined once, even if the task threw
+  pool().join(*job);
+}
+
+ForkedTask::~ForkedTask() {
+  if (!job_) return;
+  try {  // a task never outlives its caller's frame; its error is lost only when join() was skipped
+    pool().join(*std::exchange(job_, nullptr));
+  } catch (...) {
+  }
+}
 
 bool in_parallel_region() { return t_in_parallel; }
 

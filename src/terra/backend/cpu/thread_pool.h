@@ -5,6 +5,7 @@
 // Workers poll ~20 µs after a loop, then sleep on a futex: no long spinning between ops.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 namespace terra::cpu {
 
@@ -26,6 +27,27 @@ using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
 // is busy (another thread's loop) or the caller is itself inside a pool loop (nesting): the caller
 // then runs the loop serially.
 bool pool_run(int64_t n, Partition p, ChunkFn fn, void* ctx);
+
+// One task handed to a pool worker while the caller goes on (fork/join). pool_fork runs
+// fn(ctx, 0, 1) on a worker, or right there when no worker may take it (loop_helpers() < 1, the
+// pool busy, or the caller inside a loop). While a task is out the pool is busy, so loops started
+// meanwhile (on any thread) run serially, and a worker runs the task's own loops serially: the
+// same fixed partitions, so the same results. join() waits for it, running it on the caller if no
+// worker has claimed it yet, and rethrows its exception; the destructor joins too (an error is
+// then dropped: call join() to see it).
+class ForkedTask {
+ public:
+  ForkedTask() = default;
+  ForkedTask(ForkedTask&&) = default;
+  ForkedTask& operator=(ForkedTask&&) = delete;
+  ~ForkedTask();
+  void join();
+
+ private:
+  friend ForkedTask pool_fork(ChunkFn fn, void* ctx);
+  std::shared_ptr<struct Job> job_;
+};
+ForkedTask pool_fork(ChunkFn fn, void* ctx);
 
 // True on pool workers and on a caller while it runs chunks.
 bool in_parallel_region();

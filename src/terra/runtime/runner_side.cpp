@@ -1,0 +1,148 @@
+// Ops side by side: what a graph knows and eager cannot. While the host is blocked on the runner
+// (a fetch, the run-ahead bound) a core is spare; eager would spend it only on loops big enough to
+// split, but a training step's products are mostly too small for that. Backward, though, is full
+// of products that do not read each other (a linear's input and weight gradients, q/k/v
+// projections): the runner hands a heavy op to a pool worker and runs the next ops that do not
+// read it itself. Every op still runs its own kernel with its own fixed partition, so the values
+// are eager's; outputs are published to the host in position order, so what the host sees (done
+// positions, errors, aborts) is what running the ops one by one would give.
+#include <atomic>
+#include <exception>
+
+#include "terra/backend/cpu/thread_pool.h"
+#include "terra/compile/passes.h"
+#include "terra/core/threads.h"
+#include "terra/runtime/graph_runner.h"
+
+namespace terra::runtime {
+
+using graph::Input;
+
+namespace {
+
+// Multiply-adds below which a heavy op is not worth handing off: ~2^18 is ~10 µs on one core,
+// against a worker's wake-up and the hand-off of a few µs. Tests lower it to reach small ops.
+std::atomic<int64_t> g_side_min_work{int64_t(1) << 18};
+// Ops run beside one heavy op at most (views and small ops between two products).
+constexpr size_t kSideMaxOps = 12;
+
+// Whether `op` reads (or releases) node `n`'s values.
+bool touches_node(const graph::OpNode& op, uint32_t n) {
+  for (const Input& x : op.inputs) {
+    if (x.kind == Input::Value && x.src.node == n) return true;
+    if (x.kind == Input::Phi)
+      for (const trace::Source& s : x.candidates)
+        if (s.kind == trace::Source::Op && s.node == n) return true;
+  }
+  for (uint32_t r : op.release_after)
+    if (r == n) return true;
+  return false;
+}
+
+// Ops that may run while another op's kernel runs on a worker: nothing written but their own new
+// outputs (no in-place writes, which could race with the heavy op's reads), attributes fixed.
+bool may_run_beside(const graph::OpNode& op) {
+  return !op.symbolic_attrs && !op.op->has(kInplace) && !op.op->has(kStateful);
+}
+
+struct HeavyTask {
+  BlockExecutor* exec;
+  const graph::OpNode* op;
+  std::vector<Tensor>* in;
+  const std::vector<TensorMeta>* meta;
+  PhiloxKey rng;
+  std::vector<Tensor>* outs;
+  std::exception_ptr err;
+
+  static void run(void* ctx, int64_t, int64_t) {
+    auto& t = *static_cast<HeavyTask*>(ctx);
+    try {
+      t.exec->run_op(*t.op, *t.in, t.op->attrs, *t.meta, t.rng, *t.outs);
+    } catch (...) {
+      t.err = std::current_exception();
+    }
+  }
+};
+
+}  // namespace
+
+void set_side_min_work(int64_t macs) { g_side_min_work.store(macs, std::memory_order_relaxed); }
+
+size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size_t k, size_t end) {
+  const graph::OpNode& a = block[k].op;
+  if (!a.op->work || a.op->has(kView) || !may_run_beside(a) || k + 1 >= end || loop_helpers() < 1) return 0;
+  // Worth it only when the next op could run beside it at all (checked again with values below).
+  const graph::Item& next = block[k + 1];
+  if (next.is_loop || !may_run_beside(next.op) || touches_node(next.op, a.node) || !may_begin(a, pos_)) return 0;
+
+  Message* v = begin_op(a, pos_);
+  std::vector<Tensor>& ain = node_in_[a.node];
+  read_inputs(a, v, ain, nullptr);
+  const PhiloxKey arng = v ? v->rng : PhiloxKey{};
+  if (v) ch_.pop();
+  cur_node_ = a.node;  // names the call site of a shape error
+  const std::vector<TensorMeta>& ameta = meta_[a.node].get(a, ain);
+  const int64_t work = op_work(*a.op, ain, ameta, a.attrs);
+  if (work < g_side_min_work.load(std::memory_order_relaxed)) {
+    run_read_op(a, arng);
+    return 1;
+  }
+  cur_node_ = kNoNode;
+
+  HeavyTask task{&exec_, &a, &ain, &ameta, arng, &side_outs_, nullptr};
+  side_.clear();
+  std::exception_ptr err;  // of the first side op that failed (it is the last in side_)
+  {
+    cpu::ForkedTask forked = cpu::pool_fork(&HeavyTask::run, &task);
+    int64_t beside = 0;  // work run here so far: stop once it matches the heavy op's
+    for (size_t j = k + 1; j < end && side_.size() < kSideMaxOps && beside < work; ++j) {
+      const graph::Item& it = block[j];
+      if (it.is_loop || !may_run_beside(it.op) || touches_node(it.op, a.node)) break;
+      const graph::OpNode& op = it.op;
+      const uint64_t p = pos_ + 1 + side_.size();
+      // Never wait for the host while the heavy op's outputs are unpublished: it may be waiting for them.
+      if (!may_begin(op, p)) break;
+      try {
+        Message* m = begin_op(op, p);
+        if (!inputs_present(op, m, nullptr)) break;  // past the host's path: the usual route waits for its abort
+        std::vector<Tensor>& in = node_in_[op.node];
+        read_inputs(op, m, in, nullptr);
+        const PhiloxKey rng = m ? m->rng : PhiloxKey{};
+        if (m) ch_.pop();
+        side_.push_back(SideOp{&op, {}});
+        cur_node_ = op.node;
+        if (op.op->has(kView)) meta_[op.node].get(op, in);  // as run_read_op: a bad view raises here
+        const std::vector<TensorMeta>& meta = op.op->has(kView) ? no_meta_ : meta_[op.node].get(op, in);
+        exec_.run_op(op, in, op.attrs, meta, rng, outs_);
+        cur_node_ = kNoNode;
+        beside += op_work(*op.op, in, meta, op.attrs);
+        side_.back().outs = outs_;  // kept for the host; the ring takes outs_
+        keep_outputs(op, in, outs_);
+      } catch (...) {
+        err = std::current_exception();
+        if (side_.empty() || side_.back().op != &op) side_.push_back(SideOp{&op, {}});
+        break;
+      }
+    }
+    forked.join();  // HeavyTask keeps its own error
+  }
+  side_heavy_.fetch_add(1, std::memory_order_relaxed);
+  side_ops_.fetch_add(side_.size(), std::memory_order_relaxed);
+  if (task.err) {  // the earliest position wins, as one by one
+    cur_node_ = a.node;
+    std::rethrow_exception(task.err);
+  }
+  finish_op(a, ain, side_outs_);
+  for (size_t i = 0; i < side_.size(); ++i) {
+    if (err && i + 1 == side_.size()) {
+      cur_node_ = side_[i].op->node;
+      std::rethrow_exception(err);
+    }
+    st_->runner_store(pos_, side_[i].outs);
+    side_[i].outs.clear();
+    advance();
+  }
+  return 1 + side_.size();
+}
+
+}  // namespace terra::runtime
