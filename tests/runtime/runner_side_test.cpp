@@ -61,13 +61,15 @@ Trained train_mlp(Mode m, int steps = 8) {
   return r;
 }
 
-// A heavy product followed by a loss whose class index is computed in the graph: at step `bad`
-// the index is out of range, an error the runner raises while the product runs beside it.
+// A heavy product followed by a loss whose class index is computed in the graph (and a second
+// product): at step `bad` the index is out of range, an error the runner raises while the first
+// product runs beside it.
 Trained late_error_beside_a_product(Mode m, int bad = 3, int steps = 7) {
   manual_seed(5);
   Tensor w = randn({64, 64}).requires_grad_(true);
+  Tensor w2 = randn({64, 64}).requires_grad_(true);
   Tensor z = randn({6, 4}).requires_grad_(true);
-  optim::SGD opt({w, z}, 0.01);
+  optim::SGD opt({w, w2, z}, 0.01);
   Trained r;
   {
     Engine eng(m);
@@ -81,7 +83,8 @@ Trained late_error_beside_a_product(Mode m, int bad = 3, int steps = 7) {
         Tensor target = y + shift;                // in the graph: its range check runs where it is computed
         h = matmul(x, w);                         // the heavy op
         Tensor ce = F::cross_entropy(z, target);  // does not read h: runs beside it
-        Tensor loss = h.mean() + ce;
+        Tensor h2 = matmul(x, w2);                // (the work that makes the hand-off worth it)
+        Tensor loss = h.mean() + h2.mean() + ce;
         opt.zero_grad();
         loss.backward();
         opt.step();
@@ -102,7 +105,7 @@ Trained late_error_beside_a_product(Mode m, int bad = 3, int steps = 7) {
     }
     r.stats = eng.stats();
   }
-  for (const Tensor& p : {w, z})
+  for (const Tensor& p : {w, w2, z})
     for (float v : p.to_vector<float>()) r.params.push_back(v);
   return r;
 }

@@ -71,9 +71,24 @@ void set_side_min_work(int64_t macs) { g_side_min_work.store(macs, std::memory_o
 size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size_t k, size_t end) {
   const graph::OpNode& a = block[k].op;
   if (!a.op->work || a.op->has(kView) || !may_run_beside(a) || k + 1 >= end || loop_helpers() < 1) return 0;
-  // Worth it only when the next op could run beside it at all (checked again with values below).
-  const graph::Item& next = block[k + 1];
-  if (next.is_loop || !may_run_beside(next.op) || touches_node(next.op, a.node) || !may_begin(a, pos_)) return 0;
+  if (!may_begin(a, pos_)) return 0;
+  // Worth it only when enough work could run beside it: another heavy op, or elementwise work
+  // (by the sizes the ops had last time) of half the heavy op's. Else its own loops split it better.
+  auto cached_work = [&](uint32_t node) -> int64_t {  // 0 for an op that has not run yet
+    if (node >= meta_.size() || !meta_[node].valid) return 0;
+    int64_t n = 0;
+    for (const TensorMeta& m : meta_[node].out) n += numel_of(m.shape);
+    return kElementWork * n;
+  };
+  bool heavy_beside = false;
+  int64_t light_beside = 0;
+  for (size_t j = k + 1; j < end && j <= k + kSideMaxOps && !heavy_beside; ++j) {
+    const graph::Item& it = block[j];
+    if (it.is_loop || !may_run_beside(it.op) || touches_node(it.op, a.node)) break;
+    if (it.op.op->work) heavy_beside = true;
+    else if (!it.op.op->has(kView)) light_beside += cached_work(it.op.node);
+  }
+  if (!heavy_beside && light_beside == 0) return 0;
 
   Message* v = begin_op(a, pos_);
   std::vector<Tensor>& ain = node_in_[a.node];
@@ -83,7 +98,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
   cur_node_ = a.node;  // names the call site of a shape error
   const std::vector<TensorMeta>& ameta = meta_[a.node].get(a, ain);
   const int64_t work = op_work(*a.op, ain, ameta, a.attrs);
-  if (work < g_side_min_work.load(std::memory_order_relaxed)) {
+  if (work < g_side_min_work.load(std::memory_order_relaxed) || (!heavy_beside && 2 * light_beside < work)) {
     run_read_op(a, arng);
     return 1;
   }
