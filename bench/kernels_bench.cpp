@@ -7,6 +7,11 @@
 //                       once and executed in the loop (terra's layout, so this is terra's ceiling)
 //   BM_ConvDnnlAny/i    the same with format_tag::any (oneDNN picks blocked layouts; reorders of
 //                       inputs/outputs are NOT counted, so this is an upper bound for any layout)
+//   BM_ConvPass/l/i/p   terra's conv op with layout l (0 plain NCHW as before, 1 terra's rule:
+//                       blocked where it wins, reorders counted) on shape i of kPassShapes (the
+//                       programs' shapes, quick then full size), pass p (0 forward, 1 input
+//                       gradient, 2 weight gradient); end to end through dispatch on terra's threads.
+//                       The label says what ran. Plain and rule alternate, for a noisy machine.
 //
 // Wall-clock time (UseRealTime: oneDNN may run on two threads). Counter FLOPS = 2*M*N*K (matmul) or 2*N*O*OH*OW*C*KH*KW (conv) per second. Thread count comes
 // from OMP_NUM_THREADS (terra and oneDNN share libgomp's pool).
@@ -17,6 +22,8 @@
 #include <vector>
 
 #include <terra/terra.h>
+
+#include "terra/backend/cpu/conv_dnnl.h"
 
 using namespace terra;
 
@@ -114,7 +121,51 @@ void conv_dnnl(benchmark::State& state, bool any) {
 void BM_ConvDnnlPlain(benchmark::State& state) { conv_dnnl(state, false); }
 void BM_ConvDnnlAny(benchmark::State& state) { conv_dnnl(state, true); }
 
+// The shapes terra's programs run (terra-bench --quick, then full size), batch as they use it.
+const ConvShape kPassShapes[] = {
+    {"resnet_stem", 8, 3, 8, 8, 16, 3, 1, 1},       {"resnet_16_8", 8, 16, 8, 8, 16, 3, 1, 1},
+    {"resnet_down", 8, 16, 8, 8, 32, 3, 2, 1},      {"resnet_proj1x1", 8, 16, 8, 8, 32, 1, 2, 0},
+    {"resnet_32_4", 8, 32, 4, 4, 32, 3, 1, 1},      {"yolo_stem", 8, 3, 16, 16, 16, 3, 1, 1},
+    {"yolo_down16", 8, 16, 16, 16, 32, 3, 2, 1},    {"yolo_64_4", 8, 64, 4, 4, 32, 3, 1, 1},
+    {"yolo_64_2", 8, 64, 2, 2, 64, 3, 1, 1},        {"yolo_head1x1", 8, 32, 4, 4, 7, 1, 1, 0},
+    {"sdpoint_32_2", 8, 32, 2, 2, 32, 3, 1, 1},     {"dcgan_d1", 16, 1, 8, 8, 16, 4, 2, 1},
+    {"dcgan_d2_up1", 16, 16, 4, 4, 32, 4, 2, 1},    {"frcnn_stem", 2, 3, 16, 16, 16, 3, 1, 1},
+    {"frcnn_down", 2, 16, 16, 16, 32, 3, 2, 1},     {"full_resnet_24_16", 16, 24, 16, 16, 24, 3, 1, 1},
+    {"full_resnet_48_8", 16, 48, 8, 8, 48, 3, 1, 1}, {"full_yolo_stem", 16, 3, 32, 32, 16, 3, 1, 1},
+    {"full_yolo_64_8", 16, 64, 8, 8, 64, 3, 1, 1},  {"full_dcgan_up1", 16, 32, 8, 8, 64, 4, 2, 1},
+    {"full_frcnn_down", 4, 32, 32, 32, 64, 3, 2, 1}, {"full_dcgan_d1", 16, 1, 16, 16, 32, 4, 2, 1},
+    {"full_yolo_head1x1", 16, 32, 8, 8, 7, 1, 1, 0}, {"full_resnet_proj1x1", 16, 24, 16, 16, 48, 1, 2, 0},
+};
+constexpr int kNumPass = int(sizeof(kPassShapes) / sizeof(kPassShapes[0]));
+
+void BM_ConvPass(benchmark::State& state) {
+  namespace cd = terra::kernels::conv_dnnl;
+  const cd::Layout layout = state.range(0) ? cd::Layout::Auto : cd::Layout::Plain;
+  const ConvShape& s = kPassShapes[state.range(1)];
+  const int pass = int(state.range(2));
+  manual_seed(0);
+  Tensor x = randn({s.n, s.c, s.h, s.w}), w = randn({s.o, s.c, s.k, s.k}) * 0.05,
+         gy = randn({s.n, s.o, s.oh(), s.ow()});
+  const Int2 st{s.stride, s.stride}, pad{s.pad, s.pad}, dil{1, 1};
+  cd::set_layout(layout);
+  cd::Geo g{s.n, s.c, s.h, s.w, s.o, s.k, s.k, s.oh(), s.ow(), 1, s.stride, s.stride, s.pad, s.pad, 1, 1};
+  state.SetLabel(std::string(s.name) + " " + cd::describe(cd::Pass(pass), g));
+  for (auto _ : state) {
+    Tensor r = pass == 0   ? nn::functional::conv2d(x, w, {}, s.stride, s.pad)
+               : pass == 1 ? conv2d_backward_input(gy, w, x.shape(), st, pad, dil, 1)
+                           : conv2d_backward_weight(gy, x, w.shape(), st, pad, dil, 1);
+    benchmark::DoNotOptimize(r.impl());
+  }
+  cd::set_layout(cd::Layout::Auto);
+  state.counters["FLOPS"] = benchmark::Counter(s.flops(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_ConvTerra)->DenseRange(0, kNumConv - 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvPass)
+    ->ArgsProduct({{0, 1}, benchmark::CreateDenseRange(0, kNumPass - 1, 1), {0, 1, 2}})
+    ->UseRealTime()
+    ->MinTime(0.2)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ConvDnnlPlain)->DenseRange(0, kNumConv - 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ConvDnnlAny)->DenseRange(0, kNumConv - 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 

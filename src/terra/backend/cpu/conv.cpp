@@ -1,23 +1,16 @@
-// Convolutions: oneDNN primitives for float32 (plain NCHW/OIHW layouts, so no reorders), direct
-// loops on doubles for float64 (gradcheck) as the reference path.
-#include <oneapi/dnnl/dnnl.hpp>
-
+// Convolutions: oneDNN primitives for float32 (conv_dnnl.cpp), direct loops on doubles for
+// float64 (gradcheck) as the reference path.
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "terra/backend/conv_kernels.h"
-#include "terra/backend/cpu/dnnl_common.h"
+#include "terra/backend/cpu/conv_dnnl.h"
 #include "terra/backend/cpu/loops.h"
-#include "terra/core/threads.h"
 
 namespace terra::kernels {
 namespace {
 
-// Geometry of the forward conv y[N,O,OH,OW] = conv(x[N,C,H,W], w[O,C/G,KH,KW]).
-struct Geo {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, G, sh, sw, ph, pw, dh, dw;
-};
+using conv_dnnl::Geo;
 
 Geo geometry(const Shape& x, const Shape& w, const Shape& y, const Attrs& a) {
   const auto& s = a.ints("stride");
@@ -115,146 +108,6 @@ void bwd_weight_loop(const Geo& g, const T* gy, const T* x, T* gw) {
   });
 }
 
-// ---------------------------------------------------------------- float32 on oneDNN
-namespace dn = cpu::onednn;
-using dnnl::memory;
-
-enum Tag : int64_t { kFwd = 1, kFwdBias, kBwdData, kBwdWeights };
-
-struct Descs {
-  memory::desc src, wei, dst, bias;
-  memory::dims strides, dil, padl, padr;
-};
-
-Descs descs(const Geo& g) {
-  Descs d;
-  d.src = dn::plain_f32({g.N, g.C, g.H, g.W});
-  d.dst = dn::plain_f32({g.N, g.O, g.OH, g.OW});
-  d.wei = g.G == 1 ? dn::plain_f32({g.O, g.C, g.KH, g.KW})
-                   : dn::plain_f32({g.G, g.O / g.G, g.C / g.G, g.KH, g.KW});
-  d.bias = dn::plain_f32({g.O});
-  d.strides = {g.sh, g.sw};
-  d.dil = {g.dh - 1, g.dw - 1};
-  d.padl = {g.ph, g.pw};
-  // oneDNN wants the exact right padding that produces OH (torch floors the division instead).
-  d.padr = {(g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1 - g.H - g.ph,
-            (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1 - g.W - g.pw};
-  return d;
-}
-
-dn::Key key_of(Tag t, const Geo& g) {
-  return {t, g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, g.OH, g.OW, g.G, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
-}
-
-dnnl::convolution_forward::primitive_desc fwd_pd(const Descs& d, bool bias) {
-  using cf = dnnl::convolution_forward;
-  auto desc = bias ? cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.wei,
-                              d.bias, d.dst, d.strides, d.dil, d.padl, d.padr)
-                   : cf::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.wei,
-                              d.dst, d.strides, d.dil, d.padl, d.padr);
-  return cf::primitive_desc(desc, dn::user_scratchpad_attr(), dn::engine());
-}
-
-void fwd_dnnl_one(const Geo& g, const float* x, const float* w, const float* b, float* y) {
-  bool bias = b != nullptr;
-  auto c = dn::cached(key_of(bias ? kFwdBias : kFwd, g), [&] {
-    auto pd = fwd_pd(descs(g), bias);
-    return dn::Cached{dnnl::convolution_forward(pd), pd};
-  });
-  Descs d = descs(g);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::wrap(d.src, x)},
-                                       {DNNL_ARG_WEIGHTS, dn::wrap(d.wei, w)},
-                                       {DNNL_ARG_DST, dn::wrap(d.dst, y)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dn::wrap(d.bias, b));
-  dn::execute(*c, std::move(args));
-}
-
-void bwd_data_dnnl_one(const Geo& g, const float* gy, const float* w, float* gx) {
-  auto c = dn::cached(key_of(kBwdData, g), [&] {
-    Descs d = descs(g);
-    using cb = dnnl::convolution_backward_data;
-    cb::desc desc(dnnl::algorithm::convolution_direct, d.src, d.wei, d.dst, d.strides, d.dil, d.padl, d.padr);
-    cb::primitive_desc pd(desc, dn::user_scratchpad_attr(), dn::engine(), fwd_pd(d, false));
-    return dn::Cached{cb(pd), pd};
-  });
-  Descs d = descs(g);
-  dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(d.dst, gy)},
-                   {DNNL_ARG_WEIGHTS, dn::wrap(d.wei, w)},
-                   {DNNL_ARG_DIFF_SRC, dn::wrap(d.src, gx)}});
-}
-
-// Multiply-adds below which a conv stays one oneDNN call on the calling thread.
-constexpr int64_t kSplitMacs = int64_t(1) << 18;
-
-// Runs f(sub, n0) over batch slices of ceil(N / threads) images, one single-threaded oneDNN call
-// each (images are independent in forward and backward-data). The slices depend only on the
-// shapes and num_threads(), so every mode computes the same bits.
-// `prepare(parts, slice)` runs first when the conv is split.
-template <class F, class P = void (*)(int64_t, int64_t)>
-void over_batch(const Geo& g, F&& f, P&& prepare = [](int64_t, int64_t) {}) {
-  const int threads = num_threads();
-  const int64_t macs = g.N * g.O * g.OH * g.OW * (g.C / g.G) * g.KH * g.KW;
-  if (threads <= 1 || g.N < 2 || macs < kSplitMacs) return f(g, int64_t(0));
-  const int64_t bs = (g.N + threads - 1) / threads, parts = (g.N + bs - 1) / bs;
-  prepare(parts, bs);
-  cpu::parallel_for(parts, 1, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) {
-      Geo sub = g;
-      sub.N = std::min(g.N, (p + 1) * bs) - p * bs;
-      f(sub, p * bs);
-    }
-  });
-}
-
-void fwd_dnnl(const Geo& g, const float* x, const float* w, const float* b, float* y) {
-  over_batch(g, [&](const Geo& s, int64_t n0) {
-    fwd_dnnl_one(s, x + n0 * g.C * g.H * g.W, w, b, y + n0 * g.O * g.OH * g.OW);
-  });
-}
-
-void bwd_data_dnnl(const Geo& g, const float* gy, const float* w, float* gx) {
-  over_batch(g, [&](const Geo& s, int64_t n0) {
-    bwd_data_dnnl_one(s, gy + n0 * g.O * g.OH * g.OW, w, gx + n0 * g.C * g.H * g.W);
-  });
-}
-
-void bwd_weights_dnnl_one(const Geo& g, const float* gy, const float* x, float* gw) {
-  auto c = dn::cached(key_of(kBwdWeights, g), [&] {
-    Descs d = descs(g);
-    using cb = dnnl::convolution_backward_weights;
-    cb::desc desc(dnnl::algorithm::convolution_direct, d.src, d.wei, d.dst, d.strides, d.dil, d.padl, d.padr);
-    cb::primitive_desc pd(desc, dn::user_scratchpad_attr(), dn::engine(), fwd_pd(d, false));
-    return dn::Cached{cb(pd), pd};
-  });
-  Descs d = descs(g);
-  dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(d.dst, gy)},
-                   {DNNL_ARG_SRC, dn::wrap(d.src, x)},
-                   {DNNL_ARG_DIFF_WEIGHTS, dn::wrap(d.wei, gw)}});
-}
-
-// The weight gradient sums over images: each batch slice computes its own partial gradient (the
-// first into gw), then the partials are added to gw in slice order, so the sum is fixed too.
-void bwd_weights_dnnl(const Geo& g, const float* gy, const float* x, float* gw) {
-  const int64_t wsize = g.O * (g.C / g.G) * g.KH * g.KW;
-  std::vector<float> partial;
-  int64_t parts = 1, bs = g.N;
-  over_batch(g, [&](const Geo& s, int64_t n0) {
-    float* out = n0 == 0 ? gw : partial.data() + (n0 / bs - 1) * wsize;
-    bwd_weights_dnnl_one(s, gy + n0 * g.O * g.OH * g.OW, x + n0 * g.C * g.H * g.W, out);
-  }, [&](int64_t n, int64_t slice) {
-    parts = n;
-    bs = slice;
-    partial.resize(size_t((n - 1) * wsize));
-  });
-  if (parts == 1) return;
-  cpu::parallel_for(wsize, cpu::kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t p = 1; p < parts; ++p) {
-      const float* q = partial.data() + (p - 1) * wsize;
-      for (int64_t i = b; i < e; ++i) gw[i] += q[i];
-    }
-  });
-}
-
 bool empty_geo(const Geo& g) { return g.N * g.C * g.H * g.W == 0 || g.N * g.O * g.OH * g.OW == 0; }
 
 template <class F>
@@ -297,7 +150,7 @@ void conv2d(const KernelArgs& k) {
       return;
     }
     const T* pb = b.defined() ? ptr<T>(b) : nullptr;
-    if constexpr (std::is_same_v<T, float>) fwd_dnnl(g, ptr<T>(x), ptr<T>(w), pb, py);
+    if constexpr (std::is_same_v<T, float>) conv_dnnl::forward(g, ptr<T>(x), ptr<T>(w), pb, py);
     else fwd_loop<T>(g, ptr<T>(x), ptr<T>(w), pb, py);
   });
 }
@@ -310,7 +163,7 @@ void conv2d_backward_input(const KernelArgs& k) {
     using T = decltype(z);
     T* pgx = gx.impl()->data_as<T>();
     if (empty_geo(g) || g.KH * g.KW == 0) { std::fill_n(pgx, gx.numel(), T(0)); return; }
-    if constexpr (std::is_same_v<T, float>) bwd_data_dnnl(g, ptr<T>(gy), ptr<T>(w), pgx);
+    if constexpr (std::is_same_v<T, float>) conv_dnnl::backward_data(g, ptr<T>(gy), ptr<T>(w), pgx);
     else bwd_input_loop<T>(g, ptr<T>(gy), ptr<T>(w), pgx);
   });
 }
@@ -323,7 +176,7 @@ void conv2d_backward_weight(const KernelArgs& k) {
     using T = decltype(z);
     T* pgw = gw.impl()->data_as<T>();
     if (empty_geo(g) || gw.numel() == 0) { std::fill_n(pgw, gw.numel(), T(0)); return; }
-    if constexpr (std::is_same_v<T, float>) bwd_weights_dnnl(g, ptr<T>(gy), ptr<T>(x), pgw);
+    if constexpr (std::is_same_v<T, float>) conv_dnnl::backward_weights(g, ptr<T>(gy), ptr<T>(x), pgw);
     else bwd_weight_loop<T>(g, ptr<T>(gy), ptr<T>(x), pgw);
   });
 }
@@ -338,7 +191,7 @@ void conv_transpose2d(const KernelArgs& k) {
     using T = decltype(z);
     T* py = y.impl()->data_as<T>();
     if (empty_geo(g) || g.KH * g.KW == 0) std::fill_n(py, y.numel(), T(0));
-    else if constexpr (std::is_same_v<T, float>) bwd_data_dnnl(g, ptr<T>(x), ptr<T>(w), py);
+    else if constexpr (std::is_same_v<T, float>) conv_dnnl::backward_data(g, ptr<T>(x), ptr<T>(w), py);
     else bwd_input_loop<T>(g, ptr<T>(x), ptr<T>(w), py);
     if (b.defined() && y.numel()) add_bias(py, ptr<T>(b), g.N, g.C, g.H * g.W);
   });

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "terra/core/allocator.h"
+
 namespace terra::cpu::onednn {
 namespace {
 
@@ -21,7 +23,7 @@ constexpr size_t kMaxEntries = 4096;
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<Key, std::shared_ptr<const Cached>, KeyHash> map;
+  std::unordered_map<Key, std::shared_ptr<const void>, KeyHash> map;
 };
 Cache& cache() {
   static Cache* c = new Cache;  // leaked: kernels may run during static destruction
@@ -48,6 +50,10 @@ dnnl::stream& stream() {
 }
 
 std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached()>& make) {
+  return cached_as<Cached>(key, make);
+}
+
+std::shared_ptr<const void> cached_void(const Key& key, const std::function<std::shared_ptr<const void>()>& make) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -56,7 +62,7 @@ std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached(
   }
   // Created outside the lock: two threads may both build it; the first insert wins.
   SerialOmp serial;
-  auto made = std::make_shared<const Cached>(make());
+  std::shared_ptr<const void> made = make();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.map.size() >= kMaxEntries) c.map.clear();
   auto [it, fresh] = c.map.emplace(key, made);
@@ -86,19 +92,25 @@ dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
   return dnnl::memory(md, engine(), const_cast<void*>(data));
 }
 
+Scratch::Scratch(size_t bytes) : n_(aligned64(bytes)) {
+  if (n_) p_ = static_cast<char*>(allocate(n_));  // 64-byte aligned (allocator.cpp)
+}
+Scratch::~Scratch() {
+  if (p_) deallocate(p_, n_);
+}
+
 void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args) {
-  dnnl::memory::desc sd = c.pd.scratchpad_desc();
-  std::unique_ptr<char[]> scratch;
-  if (sd.get_size() > 0) {
-    scratch.reset(new char[sd.get_size() + 64]);
-    void* p = scratch.get();
-    size_t space = sd.get_size() + 64;
-    p = std::align(64, sd.get_size(), p, space);
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(sd, engine(), p));
-  }
+  Scratch scratch(c.pd.scratchpad_desc().get_size());
+  execute(c.prim, c.pd, std::move(args), scratch.data());
+}
+
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, dnnl::memory> args,
+             void* scratchpad) {
+  dnnl::memory::desc sd = pd.scratchpad_desc();
+  if (sd.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(sd, engine(), scratchpad));
   SerialOmp serial;
   dnnl::stream& s = stream();
-  c.prim.execute(s, args);
+  p.execute(s, args);
   s.wait();
 }
 

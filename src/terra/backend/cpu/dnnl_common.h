@@ -25,6 +25,14 @@ struct Cached {
 using Key = std::vector<int64_t>;
 // Creates under SerialOmp.
 std::shared_ptr<const Cached> cached(const Key& key, const std::function<Cached()>& make);
+// The same cache for a kernel's own bundle of primitives (one type per key tag: the tag says
+// what the entry holds).
+std::shared_ptr<const void> cached_void(const Key& key, const std::function<std::shared_ptr<const void>()>& make);
+template <class T, class F>
+std::shared_ptr<const T> cached_as(const Key& key, F&& make) {
+  return std::static_pointer_cast<const T>(
+      cached_void(key, [&]() -> std::shared_ptr<const void> { return std::make_shared<const T>(make()); }));
+}
 size_t cache_size();
 
 // Plain row-major float32 memory descriptor.
@@ -49,6 +57,26 @@ class SerialOmp {
 
 // Runs `c` on this thread's stream, allocating its scratchpad; waits for completion.
 void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args);
+// Runs `p` with a scratchpad the caller provides (64-byte aligned, at least
+// pd.scratchpad_desc().get_size() bytes; may be null when that is 0); waits for completion.
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, dnnl::memory> args,
+             void* scratchpad);
+
+// Scratch bytes from terra's allocator (size classes reused step to step, no malloc per call).
+class Scratch {
+ public:
+  explicit Scratch(size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  char* data() const { return p_; }
+
+ private:
+  char* p_ = nullptr;
+  size_t n_ = 0;
+};
+// `bytes` rounded up to the 64-byte alignment scratch pieces are carved at.
+inline size_t aligned64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // Wraps raw float data in a dnnl::memory (no copy).
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data);
