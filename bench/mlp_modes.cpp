@@ -6,6 +6,7 @@
 // run it as a user would.
 //
 //   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
+//             [--modes eager,lazy,coexec]   (a subset, e.g. one mode to profile; eager always runs first)
 #include <algorithm>
 #include <time.h>
 
@@ -25,6 +26,7 @@ namespace {
 struct Opts {
   int64_t width = 256, batch = 16, layers = 4, steps = 200, rounds = 5, threads = 0;  // 0: terra's default
   bool sgd = false;
+  std::string modes = "eager,lazy,coexec";
 };
 
 class Mlp : public nn::Module {
@@ -108,20 +110,28 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds")) num(o.rounds);
     else if (!std::strcmp(argv[i], "--sgd")) o.sgd = true;
     else if (!std::strcmp(argv[i], "--threads")) num(o.threads);
+    else if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) o.modes = argv[++i];
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd] [--threads T]\n");
+                           "[--sgd] [--threads T] [--modes eager,lazy,coexec]\n");
       return 2;
     }
   }
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;
-  for (Mode m : modes) runs.push_back(std::make_unique<Run>(m, o));
+  for (Mode m : modes)
+    if (m == Mode::Eager || o.modes.find(mode_name(m)) != std::string::npos) runs.push_back(std::make_unique<Run>(m, o));
+  // Eager is the reference for losses and ratios; it runs untimed when not asked for.
+  const bool time_eager = o.modes.find("eager") != std::string::npos;
   for (auto& r : runs)  // warm-up: tracing, graph generation, caches
     for (int i = 0; i < 20; ++i) r->losses.push_back(r->step());
   for (int64_t round = 0; round < o.rounds; ++round)
     for (auto& r : runs) {
+      if (!time_eager && r == runs[0]) {
+        for (int64_t i = 0; i < o.steps; ++i) r->losses.push_back(r->step());
+        continue;
+      }
       double c0 = thread_cpu_s(), rc0 = r->engine.stats().runner_cpu_s;
       auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < o.steps; ++i) r->losses.push_back(r->step());
@@ -139,15 +149,16 @@ int main(int argc, char** argv) {
   std::printf("%-8s %10s %9s %8s %8s %13s %15s %13s %15s  %s\n", "mode", "steps/s", "vs eager", "traces", "fallbk",
               "host us/step", "runner us/step", "host cpu us", "runner cpu us", "losses");
   bool exact = true;
-  double eager = median(runs[0]->rates);
+  double eager = time_eager ? median(runs[0]->rates) : 0;
   for (auto& r : runs) {
     Stats s = r->engine.stats();
     bool same = r->losses == runs[0]->losses;
     exact &= same;
+    if (!time_eager && &r == &runs[0]) continue;
     double steps = double(s.steps);
     double ts = double(std::max<int64_t>(r->timed_steps, 1));
     std::printf("%-8s %10.1f %8.2fx %8lld %8lld %13.1f %15.1f %13.1f %15.1f  %s\n", mode_name(r->engine.mode()),
-                median(r->rates), median(r->rates) / eager, (long long)s.traces, (long long)s.fallbacks,
+                median(r->rates), eager > 0 ? median(r->rates) / eager : 0.0, (long long)s.traces, (long long)s.fallbacks,
                 1e6 * s.host_busy_s / steps, 1e6 * s.runner_busy_s / steps, 1e6 * r->host_cpu / ts,
                 1e6 * r->runner_cpu / ts,
                 &r == &runs[0] ? "ref" : same ? "exact" : "DIFFER");
