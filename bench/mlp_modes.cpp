@@ -64,7 +64,9 @@ struct Run {
     if (o.sgd) opt = std::make_unique<optim::SGD>(model->parameters(), 0.01, 0.9);
     else opt = std::make_unique<optim::Adam>(model->parameters(), 1e-3);
   }
-  float step() {
+  // Not inlined: the warm-up and the timed loop call it from two places in main, and inlined copies
+  // would be two call sites to the tracer (a new path, one more trace and fallback, mid-timing).
+  __attribute__((noinline)) float step() {
     auto s = engine.step();
     const Tensor& x = xs[size_t(next % 8)];
     const Tensor& y = ys[size_t(next % 8)];
