@@ -106,6 +106,9 @@ PYBIND11_MODULE(_terra, m) {
   m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"));
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "Threads terra's CPU kernels use (the caller included); n < 1 raises ValueError.");
+  m.def("set_thread_affinity", &set_thread_affinity, py::arg("on"),
+        "Pin terra's pool workers to one CPU each and GraphRunners to the other CPUs (on by default).");
+  m.def("get_thread_affinity", &thread_affinity, "Whether terra places its own threads (set_thread_affinity).");
   m.def("get_num_threads", &num_threads,
         "Threads terra's CPU kernels use: set_num_threads's value, else OMP_NUM_THREADS, else the usable CPUs.");
   m.def("_registered_ops", [] {

@@ -1,5 +1,6 @@
 #include "terra/core/threads.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -7,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace terra {
 namespace {
@@ -59,5 +61,53 @@ int loop_helpers() {
 }
 
 void leave_core_to_host(const std::atomic<int>* host_waiting) { t_host_waiting = host_waiting; }
+
+namespace {
+std::atomic<bool> g_affinity{true};
+
+// The CPUs the process may use, in order, as the first thread placed saw them (threads inherit
+// their creator's mask: the first caller is a thread terra just started from the user's thread).
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) v.push_back(c);
+    return v;
+  }();
+  return cpus;
+}
+
+// Workers the pool has at the current thread count: one CPU each while more CPUs than that remain.
+int placed_workers() {
+  const int workers = num_threads() - 1;
+  return workers >= 1 && workers < int(allowed_cpus().size()) ? workers : 0;
+}
+
+void pin(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // a failure leaves the thread where it was
+}
+}  // namespace
+
+void set_thread_affinity(bool on) { g_affinity.store(on, std::memory_order_relaxed); }
+bool thread_affinity() { return g_affinity.load(std::memory_order_relaxed); }
+
+void place_worker_thread(int k) {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (!thread_affinity() || k < 0 || k >= placed_workers()) return;
+  pin({cpus[size_t(k)]});
+}
+
+void place_runner_thread() {
+  const std::vector<int>& cpus = allowed_cpus();
+  const int workers = placed_workers();
+  if (!thread_affinity() || workers == 0) return;
+  pin(std::vector<int>(cpus.begin() + workers, cpus.end()));
+}
 
 }  // namespace terra

@@ -24,4 +24,16 @@ int loop_helpers();
 // blocked on the runner) loops take every worker. nullptr lifts the limit.
 void leave_core_to_host(const std::atomic<int>* host_waiting);
 
+// Where terra's own threads run (README "Threads"). On by default: pool worker k runs on the k-th
+// CPU this process may use, and a GraphRunner on the CPUs no worker takes, so the runner and the
+// workers its loops wake never share a core (left to the scheduler, they often do: measured on 2
+// cores, co-execution's steps/s then varies by 1.7x from one process to the next). Threads of the
+// user's program are never moved. Placement needs more CPUs than workers; otherwise nothing is
+// pinned. Takes effect for threads started afterwards (the pool's workers start at its next resize).
+void set_thread_affinity(bool on);
+bool thread_affinity();
+// Called by a thread as it starts: pool worker `k` (0-based), or a GraphRunner.
+void place_worker_thread(int k);
+void place_runner_thread();
+
 }  // namespace terra

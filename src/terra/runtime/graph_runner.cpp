@@ -66,6 +66,7 @@ void GraphRunner::wait_steps_finished(uint64_t n) {
 
 void GraphRunner::loop() {
   pthread_setname_np(pthread_self(), "terra-runner");  // names it in top, perf and gdb
+  place_runner_thread();  // never on a pool worker's CPU (core/threads.h)
   take_tensor_ids_in_blocks();  // its tensors never reach the host as objects
   leave_core_to_host(host_waiting_.get());
   for (;;) {

@@ -189,7 +189,13 @@ class Pool {
     // A thread starts from the epoch of its creation, not of its first run: it may be scheduled
     // after the next loop (or a stop) was announced.
     const uint32_t now = epoch_.load(std::memory_order_acquire);
-    while (int(threads_.size()) < workers) threads_.emplace_back([this, now] { worker(now); });
+    while (int(threads_.size()) < workers) {
+      const int k = int(threads_.size());
+      threads_.emplace_back([this, now, k] {
+        place_worker_thread(k);  // one CPU each, apart from the GraphRunners' (core/threads.h)
+        worker(now);
+      });
+    }
   }
 
   void worker(uint32_t seen) {

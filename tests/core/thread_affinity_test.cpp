@@ -1,0 +1,101 @@
+// Thread placement (core/threads.h): pool workers on one CPU each, GraphRunners on the CPUs no
+// worker takes, the user's threads never moved; switched off, nothing is pinned.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "terra/backend/cpu/parallel.h"
+#include "terra/core/threads.h"
+
+namespace terra {
+namespace {
+
+std::vector<int> my_cpus() {
+  std::vector<int> v;
+  cpu_set_t set;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) v.push_back(c);
+  return v;
+}
+
+struct Restore {
+  int threads = num_threads();
+  bool affinity = thread_affinity();
+  ~Restore() {
+    set_thread_affinity(affinity);
+    set_num_threads(threads);
+    cpu::parallel_for(2, 1, [](int64_t, int64_t) {});  // the pool back at its old size
+  }
+};
+
+// The CPU sets of the threads other than this one that ran chunks of a 2-thread loop. The pool
+// is shrunk from 2 workers to 1 first: a resize restarts its workers, under the current setting.
+std::vector<std::vector<int>> worker_cpus() {
+  set_num_threads(3);
+  cpu::parallel_for(3, 1, [](int64_t, int64_t) {});
+  set_num_threads(2);
+  const std::thread::id me = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<std::vector<int>> seen;
+  for (int round = 0; round < 50 && seen.empty(); ++round) {
+    std::atomic<int> arrived{0};
+    cpu::parallel_for(2, 1, [&](int64_t, int64_t) {
+      arrived.fetch_add(1);  // both chunks wait a little for each other: the worker takes one
+      for (int i = 0; i < 200000 && arrived.load() < 2; ++i) std::this_thread::yield();
+      if (std::this_thread::get_id() == me) return;
+      std::lock_guard<std::mutex> g(mu);
+      seen.push_back(my_cpus());
+    });
+  }
+  return seen;
+}
+
+std::vector<int> runner_cpus() {
+  std::vector<int> cpus;
+  std::thread([&] {
+    place_runner_thread();
+    cpus = my_cpus();
+  }).join();
+  return cpus;
+}
+
+TEST(ThreadAffinity, WorkersOnOneCpuEachRunnersOnTheOthers) {
+  const std::vector<int> all = my_cpus();
+  if (all.size() < 2) GTEST_SKIP() << "placement needs 2 CPUs, this process may use " << all.size();
+  Restore r;
+  set_thread_affinity(true);
+  std::vector<std::vector<int>> w = worker_cpus();
+  ASSERT_FALSE(w.empty()) << "the worker never took a chunk";
+  EXPECT_EQ(w[0], std::vector<int>{all[0]});
+  EXPECT_EQ(runner_cpus(), std::vector<int>(all.begin() + 1, all.end()));
+  EXPECT_EQ(my_cpus(), all);  // the calling (user's) thread is left alone
+}
+
+TEST(ThreadAffinity, OffPinsNothing) {
+  const std::vector<int> all = my_cpus();
+  Restore r;
+  set_thread_affinity(false);
+  std::vector<std::vector<int>> w = worker_cpus();
+  if (all.size() >= 2) {
+    ASSERT_FALSE(w.empty()) << "the worker never took a chunk";
+    EXPECT_EQ(w[0], all);
+  }
+  EXPECT_EQ(runner_cpus(), all);
+}
+
+TEST(ThreadAffinity, NothingPinnedWhenWorkersWouldFillEveryCpu) {
+  const std::vector<int> all = my_cpus();
+  Restore r;
+  set_thread_affinity(true);
+  set_num_threads(int(all.size()) + 1);  // as many workers as CPUs: no CPU left for a runner
+  EXPECT_EQ(runner_cpus(), all);
+}
+
+}  // namespace
+}  // namespace terra
