@@ -89,6 +89,25 @@ TEST(ThreadAffinity, OffPinsNothing) {
   EXPECT_EQ(runner_cpus(), all);
 }
 
+// Off, a thread terra starts from one of its pinned threads gets every CPU back, not its creator's.
+TEST(ThreadAffinity, OffUnpinsThreadsStartedFromAPinnedOne) {
+  const std::vector<int> all = my_cpus();
+  if (all.size() < 2) GTEST_SKIP() << "placement needs 2 CPUs, this process may use " << all.size();
+  Restore r;
+  set_thread_affinity(true);
+  set_num_threads(2);
+  std::vector<int> inner;
+  std::thread([&] {
+    place_runner_thread();  // pinned to all but the worker's CPU
+    set_thread_affinity(false);
+    std::thread([&] {
+      place_worker_thread(0);
+      inner = my_cpus();
+    }).join();
+  }).join();
+  EXPECT_EQ(inner, all);
+}
+
 TEST(ThreadAffinity, NothingPinnedWhenWorkersWouldFillEveryCpu) {
   const std::vector<int> all = my_cpus();
   Restore r;

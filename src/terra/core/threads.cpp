@@ -66,7 +66,7 @@ namespace {
 std::atomic<bool> g_affinity{true};
 
 // The CPUs the process may use, in order, as the first thread placed saw them (threads inherit
-// their creator's mask: the first caller is a thread terra just started from the user's thread).
+// their creator's mask, and no thread is pinned before this is first read).
 const std::vector<int>& allowed_cpus() {
   static const std::vector<int> cpus = [] {
     std::vector<int> v;
@@ -97,17 +97,19 @@ void pin(const std::vector<int>& cpus) {
 void set_thread_affinity(bool on) { g_affinity.store(on, std::memory_order_relaxed); }
 bool thread_affinity() { return g_affinity.load(std::memory_order_relaxed); }
 
+// Unplaced threads get every allowed CPU: one started from a pinned runner (a pool resize there)
+// would otherwise keep the runner's CPUs.
 void place_worker_thread(int k) {
   const std::vector<int>& cpus = allowed_cpus();
-  if (!thread_affinity() || k < 0 || k >= placed_workers()) return;
-  pin({cpus[size_t(k)]});
+  if (!thread_affinity() || k < 0 || k >= placed_workers()) pin(cpus);
+  else pin({cpus[size_t(k)]});
 }
 
 void place_runner_thread() {
   const std::vector<int>& cpus = allowed_cpus();
   const int workers = placed_workers();
-  if (!thread_affinity() || workers == 0) return;
-  pin(std::vector<int>(cpus.begin() + workers, cpus.end()));
+  if (!thread_affinity() || workers == 0) pin(cpus);
+  else pin(std::vector<int>(cpus.begin() + workers, cpus.end()));
 }
 
 }  // namespace terra
