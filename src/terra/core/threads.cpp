@@ -67,16 +67,18 @@ std::atomic<bool> g_affinity{true};
 
 // The CPUs the process may use, in order, as the first thread placed saw them (threads inherit
 // their creator's mask, and no thread is pinned before this is first read).
+// Never destroyed: the pool's threads are never joined, and one starting while the process exits
+// would read a vector the exit handlers had already freed.
 const std::vector<int>& allowed_cpus() {
-  static const std::vector<int> cpus = [] {
-    std::vector<int> v;
+  static const std::vector<int>* cpus = [] {
+    auto* v = new std::vector<int>;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
       for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) v.push_back(c);
+        if (CPU_ISSET(c, &set)) v->push_back(c);
     return v;
   }();
-  return cpus;
+  return *cpus;
 }
 
 // Workers the pool has at the current thread count: one CPU each while more CPUs than that remain.
