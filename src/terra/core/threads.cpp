@@ -17,6 +17,22 @@ namespace {
 // kernel still counts).
 std::atomic<int> g_threads{0};
 
+// The CPUs the process may use, in order, read once: for the default thread count and for thread
+// placement (threads inherit their creator's mask, and none is pinned before this is first read).
+// Never destroyed: the pool's threads are never joined, and one starting while the process exits
+// would read a vector the exit handlers had already freed.
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int>* cpus = [] {
+    auto* v = new std::vector<int>;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) v->push_back(c);
+    return v;
+  }();
+  return *cpus;
+}
+
 int default_threads() {
   // OMP_NUM_THREADS may be a list ("4,2" for nested levels): its first entry is terra's count.
   if (const char* s = std::getenv("OMP_NUM_THREADS")) {
@@ -24,11 +40,7 @@ int default_threads() {
     long v = std::strtol(s, &end, 10);
     if (end != s && v >= 1 && v <= 4096) return int(v);
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n >= 1) return n;
-  }
+  if (!allowed_cpus().empty()) return int(allowed_cpus().size());
   unsigned h = std::thread::hardware_concurrency();
   return h ? int(h) : 1;
 }
@@ -64,22 +76,6 @@ void leave_core_to_host(const std::atomic<int>* host_waiting) { t_host_waiting =
 
 namespace {
 std::atomic<bool> g_affinity{true};
-
-// The CPUs the process may use, in order, as the first thread placed saw them (threads inherit
-// their creator's mask, and no thread is pinned before this is first read).
-// Never destroyed: the pool's threads are never joined, and one starting while the process exits
-// would read a vector the exit handlers had already freed.
-const std::vector<int>& allowed_cpus() {
-  static const std::vector<int>* cpus = [] {
-    auto* v = new std::vector<int>;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) v->push_back(c);
-    return v;
-  }();
-  return *cpus;
-}
 
 // Workers the pool has at the current thread count: one CPU each while more CPUs than that remain.
 int placed_workers() {
