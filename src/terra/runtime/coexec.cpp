@@ -399,9 +399,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
   }
   events_.clear();
   int64_t varied = 0;
-  trace::Node* n = cursor_->match(&op, attrs, loc, &events_, &varied);
+  trace::Node* n = cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
   if (!n) {
-    std::string guard = explain_dir_.empty() ? "" : cursor_->near_miss(&op, attrs, loc);
+    std::string guard = explain_dir_.empty() ? "" : cursor_->near_miss(&op, attrs, loc, in.size());
     fall_back(std::string("new path: ") + op.name + "(" + attrs.str() + ") at " + loc.str() +
               " is not among the graph's next calls" + (guard.empty() ? "" : " (" + guard + ")"));
     return trace_call(op, in, attrs, meta, rng, loc);

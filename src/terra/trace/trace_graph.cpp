@@ -49,10 +49,11 @@ Cursor::Cursor(TraceGraph& g, bool strict) : g_(g), strict_(strict) {
   exec_count_.assign(g.num_nodes(), 0);
 }
 
-bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, bool varying) const {
+bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, size_t arity,
+                          bool varying) const {
   for (const Node* ch : loop->body->start->succ) {
-    if (ch->matches(op, a, l) || (varying && ch->matches_varying(op, a, l) >= 0)) return true;
-    if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, varying)) return true;
+    if (ch->matches(op, a, l, arity) || (varying && ch->matches_varying(op, a, l, arity) >= 0)) return true;
+    if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, arity, varying)) return true;
   }
   return false;
 }
@@ -61,7 +62,8 @@ static int64_t fixed_trips(const Node* loop) {
   return loop->trip_counts.size() == 1 ? *loop->trip_counts.begin() : -1;
 }
 
-Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* ev, int64_t* varied) {
+Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t arity, std::vector<Event>* ev,
+                    int64_t* varied) {
   if (exec_count_.size() < g_.num_nodes()) exec_count_.resize(g_.num_nodes(), 0);
   if (varied) *varied = 0;
   for (;;) {
@@ -74,18 +76,18 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
       return ch;
     };
     for (Node* ch : f.cur->succ)
-      if (ch->matches(op, a, l)) return take(ch);
+      if (ch->matches(op, a, l, arity)) return take(ch);
     // Exact first (successor, then loop entry), then the same call sites with other attribute values.
     Node* entered = nullptr;
     for (int pass = 0; pass < 2 && !entered; ++pass) {
       for (Node* ch : f.cur->succ)
-        if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, pass == 1)) {
+        if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, arity, pass == 1)) {
           entered = ch;
           break;
         }
       if (pass == 0 && !entered)
         for (Node* ch : f.cur->succ)
-          if (int64_t m = ch->matches_varying(op, a, l); m >= 0) {
+          if (int64_t m = ch->matches_varying(op, a, l, arity); m >= 0) {
             if (varied) *varied = m;
             return take(ch);
           }
@@ -104,12 +106,13 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
       bool again = false;
       Node* exact = nullptr;  // the first exact match: what the next round would take (one compare, not two)
       for (Node* ch : r->start->succ) {
-        if (!exact && ch->matches(op, a, l)) {
+        if (!exact && ch->matches(op, a, l, arity)) {
           exact = ch;
           again = true;
           break;
         }
-        again |= ch->matches_varying(op, a, l) >= 0 || (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, true));
+        again |= ch->matches_varying(op, a, l, arity) >= 0 ||
+                 (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, arity, true));
       }
       if (again) {
         if (fixed >= 0 && f.iteration >= fixed) return nullptr;  // more iterations than every trace had
@@ -129,11 +132,14 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, std::vec
   }
 }
 
-std::string Cursor::near_miss(const OpDef* op, const Attrs& a, const Location& l) const {
+std::string Cursor::near_miss(const OpDef* op, const Attrs& a, const Location& l, size_t arity) const {
   for (const Node* ch : frames_.back().cur->succ) {
+    if (ch->kind != Node::OpCall || ch->op != op || ch->loc != l) continue;
+    if (ch->sources.size() != arity)
+      return "guard failed at node " + std::to_string(ch->id) + ": " + std::to_string(ch->sources.size()) +
+             " inputs became " + std::to_string(arity);
     std::string guard;
-    if (ch->kind == Node::OpCall && ch->op == op && ch->loc == l && ch->attrs.varying(a, &guard) < 0)
-      return "guard failed at node " + std::to_string(ch->id) + ": " + guard;
+    if (ch->attrs.varying(a, &guard) < 0) return "guard failed at node " + std::to_string(ch->id) + ": " + guard;
   }
   return "";
 }
@@ -249,7 +255,7 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
     auto& path = c.frames_[fi].path;
     size_t k = path.size();
     for (size_t i = 0; i < path.size(); ++i)
-      if (path[i]->matches(rec.op, rec.attrs, rec.loc)) {
+      if (path[i]->matches(rec.op, rec.attrs, rec.loc, rec.inputs.size())) {
         k = i;
         break;
       }
@@ -261,7 +267,7 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
       c.frames_.pop_back();
     }
     if (try_collapse_loop(c, k)) {
-      Node* n = c.match(rec.op, rec.attrs, rec.loc, nullptr);
+      Node* n = c.match(rec.op, rec.attrs, rec.loc, rec.inputs.size(), nullptr);
       if (!n) throw std::runtime_error("[trace] internal: a collapsed loop does not accept its own head");
       return n;
     }
@@ -270,7 +276,7 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
   Cursor::Frame& f = c.frames_.back();
   Node* target = nullptr;
   for (auto& u : f.region->nodes)  // merge back into an existing node that is not an ancestor
-    if (u->matches(rec.op, rec.attrs, rec.loc) && u.get() != f.cur && !reaches(u.get(), f.cur)) {
+    if (u->matches(rec.op, rec.attrs, rec.loc, rec.inputs.size()) && u.get() != f.cur && !reaches(u.get(), f.cur)) {
       target = u.get();
       break;
     }
@@ -380,7 +386,7 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
   for (size_t i = 0; i < t.records.size(); ++i) {
     const Record& r = t.records[i];
     int64_t varied = 0;
-    Node* n = c.match(r.op, r.attrs, r.loc, &ev, &varied);
+    Node* n = c.match(r.op, r.attrs, r.loc, r.inputs.size(), &ev, &varied);
     note_exits();
     if (n && (varied & ~n->symbolic_attrs)) {
       n->symbolic_attrs |= varied;

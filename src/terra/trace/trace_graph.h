@@ -47,12 +47,14 @@ struct Node {
   std::unique_ptr<Region> body;
   std::set<int64_t> trip_counts;
 
-  bool matches(const OpDef* o, const Attrs& a, const Location& l) const {
-    return kind == OpCall && op == o && loc == l && attrs == a;
+  // `arity`: the call's input count, part of its identity (cat of a list whose length changes is
+  // another call: the node's per-input sources would not fit it).
+  bool matches(const OpDef* o, const Attrs& a, const Location& l, size_t arity) const {
+    return kind == OpCall && op == o && sources.size() == arity && loc == l && attrs == a;
   }
   // The same call site with attribute values that may differ (guards hold): the mask of those that do, or -1.
-  int64_t matches_varying(const OpDef* o, const Attrs& a, const Location& l) const {
-    return kind == OpCall && op == o && loc == l ? attrs.varying(a) : -1;
+  int64_t matches_varying(const OpDef* o, const Attrs& a, const Location& l, size_t arity) const {
+    return kind == OpCall && op == o && sources.size() == arity && loc == l ? attrs.varying(a) : -1;
   }
   bool has_succ(const Node* n) const;
   std::string label() const;
@@ -89,11 +91,11 @@ class Cursor {
   // The node matching the call, or null. `events` receives the edges/loop decisions taken. A
   // successor equal in op, location and attributes wins; else one whose attribute values differ
   // (same names, types and ranks): `varied` then receives the mask of those attributes.
-  Node* match(const OpDef* op, const Attrs& a, const Location& l, std::vector<Event>* events,
+  Node* match(const OpDef* op, const Attrs& a, const Location& l, size_t arity, std::vector<Event>* events,
               int64_t* varied = nullptr);
   // Why no successor of the walk's position took the call though one has its op and location
   // (the guard that failed), or "" -- for explain output after match() returned null.
-  std::string near_miss(const OpDef* op, const Attrs& a, const Location& l) const;
+  std::string near_miss(const OpDef* op, const Attrs& a, const Location& l, size_t arity) const;
   // True if the walk can end the step here (exits open loops, takes an edge to end).
   bool can_finish() const;
   void finish(std::vector<Event>* events);
@@ -101,7 +103,8 @@ class Cursor {
 
  private:
   friend class TraceGraph;
-  bool loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, bool varying) const;
+  bool loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, const Location& l, size_t arity,
+                    bool varying) const;
   TraceGraph& g_;
   bool strict_;
   std::vector<Frame> frames_;
