@@ -106,6 +106,42 @@ TERRA_OP_CASES(optim) {
                 o[i] = v[0][i] + ((v[2][i] + v[0][i] * 0.01) + v[3][i] * 0.9) * -v[1][0];
               return o; },
             .tol = 1e-12, .gradcheck = false});
+  // The whole update of two parameters in one op, the second one's result checked (row values are
+  // one tensor): Adam with coupled weight decay from count 2 (t = 3 after the op), SGD Nesterov.
+  add_case({.name = "fused_adam_/two_params", .ops = {"fused_adam_"},
+            .inputs = {full(), full(), full(), full(), full(0.1), full(0.1), {{}, DType::Float64, 0, 0, false, {0.01}}},
+            .fn = [](const T& x) {
+              NoGradGuard ng;
+              std::vector<Tensor> p{x[0].clone(), x[1].clone()}, m{x[2].clone(), x[3].clone()},
+                  v{x[4].clone(), x[5].clone()}, t{scalar_tensor(2.0, DType::Float64), scalar_tensor(2.0, DType::Float64)};
+              fused_adam_(p, {x[2], x[3]}, m, v, t, x[6], 0.9, 0.999, 1e-8, 0.1, false);
+              return p[1]; },
+            .reference = [](const std::vector<V>& v) {
+              const double lr = v[6][0], t = 3.0;
+              const double sc0 = std::sqrt(1.0 - std::pow(0.999, t)), sc1 = -lr / (1.0 - std::pow(0.9, t));
+              V o(v[1].size());
+              for (size_t i = 0; i < o.size(); ++i) {
+                const double d = v[3][i] + v[1][i] * 0.1;  // grad (x[3]) + wd * param
+                const double m = v[3][i] * 0.9 + d * (1.0 - 0.9), s = v[5][i] * 0.999 + d * (d * (1.0 - 0.999));
+                o[i] = v[1][i] + m / (std::sqrt(s) / sc0 + 1e-8) * sc1;
+              }
+              return o; },
+            .tol = 1e-12, .gradcheck = false});
+  add_case({.name = "fused_sgd_/nesterov_two_params", .ops = {"fused_sgd_"},
+            .inputs = {full(), full(), full(), full(), full(), full(), {{}, DType::Float64, 0, 0, false, {0.05}}},
+            .fn = [](const T& x) {
+              NoGradGuard ng;
+              std::vector<Tensor> p{x[0].clone(), x[1].clone()}, b{x[4].clone(), x[5].clone()};
+              fused_sgd_(p, {x[2], x[3]}, b, {}, x[6], 0.9, 0.0, 0.01, true);
+              return p[1]; },
+            .reference = [](const std::vector<V>& v) {
+              V o(v[1].size());
+              for (size_t i = 0; i < o.size(); ++i) {
+                const double d = v[3][i] + v[1][i] * 0.01, buf = v[5][i] * 0.9 + d;
+                o[i] = v[1][i] + (d + buf * 0.9) * -v[6][0];
+              }
+              return o; },
+            .tol = 1e-12, .gradcheck = false});
 }
 
 }  // namespace terra::testing

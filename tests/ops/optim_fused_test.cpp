@@ -160,11 +160,23 @@ TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
               adam_param_(b.p, b.m, b.v, adam_step_scalars(t, lr, opt.beta1, opt.beta2, d), opt.eps, lr,
                           opt.decoupled ? opt.wd : 0.0);
             }
+            // The whole update as one op (its single pass over dense operands, else the three
+            // updates): it counts the step itself, so it starts from t - 1.
+            Operands c = twins(o, lp, lg).first;
+            Tensor tc = scalar_tensor(t.item<double>() - 1.0, DType::Float64);
+            {
+              NoGradGuard ng;
+              fused_adam_({c.p}, {c.g}, {c.m}, {c.v}, {tc}, lr, opt.beta1, opt.beta2, opt.eps, opt.wd, opt.decoupled);
+            }
             const std::string at = where_(s, d, lp, lg, "b1 " + std::to_string(opt.beta1) + " wd " +
                                                             std::to_string(opt.wd) + (opt.decoupled ? " AdamW" : ""));
             EXPECT_TRUE(same_bits(a.m, b.m)) << "exp_avg " << at;
             EXPECT_TRUE(same_bits(a.v, b.v)) << "exp_avg_sq " << at;
             EXPECT_TRUE(same_bits(a.p, b.p)) << "param " << at;
+            EXPECT_TRUE(same_bits(a.m, c.m)) << "fused_adam_ exp_avg " << at;
+            EXPECT_TRUE(same_bits(a.v, c.v)) << "fused_adam_ exp_avg_sq " << at;
+            EXPECT_TRUE(same_bits(a.p, c.p)) << "fused_adam_ param " << at;
+            EXPECT_EQ(tc.item<double>(), t.item<double>()) << "fused_adam_ count " << at;
             ++checked;
           }
   });
@@ -201,8 +213,21 @@ TEST(OptimFusedOps, SgdMatchesTheOldChainBitForBit) {
                                                               std::to_string(opt.dampening) + " wd " +
                                                               std::to_string(opt.wd) + (opt.nesterov ? " nesterov" : "") +
                                                               " step " + std::to_string(step));
+              Operands c = twins(o, lp, lg).first;
+              Tensor tc = scalar_tensor(step - 1.0, DType::Float64);
+              {
+                NoGradGuard ng;
+                const bool buf = opt.momentum != 0.0, counted = buf && opt.dampening != 0.0;
+                fused_sgd_({c.p}, {c.g}, buf ? std::vector<Tensor>{c.m} : std::vector<Tensor>{},
+                           counted ? std::vector<Tensor>{tc} : std::vector<Tensor>{},
+                           scalar_tensor(lr_, DType::Float64), opt.momentum, opt.dampening, opt.wd, opt.nesterov);
+                if (!counted) tc.add_(1.0);
+              }
               EXPECT_TRUE(same_bits(a.m, b.m)) << "buf " << at;
               EXPECT_TRUE(same_bits(a.p, b.p)) << "param " << at;
+              EXPECT_TRUE(same_bits(a.m, c.m)) << "fused_sgd_ buf " << at;
+              EXPECT_TRUE(same_bits(a.p, c.p)) << "fused_sgd_ param " << at;
+              EXPECT_EQ(tc.item<double>(), step) << "fused_sgd_ count " << at;
               ++checked;
             }
   });

@@ -49,11 +49,36 @@ size_t max_phi_candidates(const Engine& engine) {
   return m;
 }
 
+// optim::SGD's step as it was before its update became one op for all parameters (fused_sgd_),
+// kept op for op: a step count, the learning rate made at the first parameter with a gradient,
+// then one sgd_param_ call site executed once per parameter. With it the graph of these programs
+// passes 256 phi candidates (what the hang needed); a user's own update loop over parameters
+// builds the same kind of graph.
+struct PerParamSgd {
+  std::vector<Tensor> params;
+  double lr;
+  void zero_grad() {
+    for (const Tensor& p : params) p.set_grad(Tensor());
+  }
+  void step() {
+    NoGradGuard ng;
+    count.add_(1.0);
+    Tensor l;
+    for (const Tensor& p : params) {
+      const Tensor& g = p.grad();
+      if (!g.defined()) continue;
+      if (!l.defined()) l = scalar_tensor(lr, DType::Float64);
+      sgd_param_(p, l, g);
+    }
+  }
+  Tensor count = zeros({}, DType::Float64);
+};
+
 // The reported pattern: 3-layer MLP, a loop of s / 20 trips, SGD every step, loss.item() every
 // 10th step. Observes every fetched loss and, at the end, the parameters.
 void mlp_growing_loop(Engine& engine, const Observe& observe, int steps, size_t* max_phi) {
   nn::Sequential model(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, 16), nn::ReLU(), nn::Linear(16, 4));
-  optim::SGD opt(model.parameters(), 0.01);
+  PerParamSgd opt{model.parameters(), 0.01};
   Tensor x = randn({6, 8}), y = randn({6, 4});
   for (int s = 0; s < steps; ++s) {
     auto step = engine.step();
@@ -85,7 +110,7 @@ void random_trips(Engine& engine, const Observe& observe, uint32_t seed, int ste
   // the 256 candidates the hang needed come after a few new counts.
   std::vector<Tensor> params;
   for (int k = 0; k < 40; ++k) params.push_back((randn({4}) * 0.2 + 1.0).requires_grad_());
-  optim::SGD opt(params, 0.01);
+  PerParamSgd opt{params, 0.01};
   Tensor x = randn({3, 4}), y = randn({3, 4});
   int max_outer = 0;
   for (int s = 0; s < steps; ++s) {

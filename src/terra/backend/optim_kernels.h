@@ -25,4 +25,13 @@ void sgd_momentum(const KernelArgs& k);
 // momentum (Nesterov) : buf;  p = p + d * (-lr).
 void sgd_param(const KernelArgs& k);
 
+// The optimizers' whole update in one call (ops/optim_ops.h fused_adam_ / fused_sgd_): for each
+// parameter in turn, exactly the per-parameter ops above, in the order the optimizers called them.
+// fused_adam in: p[n], m[n], v[n], t[n] (float64 0-d step counts, counted here), g[n], lr.
+// Attrs: n, beta1, beta2, eps, weight_decay, decoupled.
+void fused_adam(const KernelArgs& k);
+// fused_sgd in: p[n], buf[n] (momentum != 0), t[n] (momentum and dampening != 0), g[n], lr.
+// Attrs: n, momentum, dampening, weight_decay, nesterov.
+void fused_sgd(const KernelArgs& k);
+
 }  // namespace terra::kernels

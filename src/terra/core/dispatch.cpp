@@ -18,9 +18,11 @@ void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs
     return;
   }
   if (op.has(kInplace)) {
-    out.push_back(in[0]);
+    const uint32_t n = inplace_targets(op, attrs);
+    out.assign(in.begin(), in.begin() + n);
     op.kernel(KernelArgs{in, out, attrs, rng});
-    if (bump_version) in[0].impl()->storage->version.fetch_add(1);
+    if (bump_version)
+      for (uint32_t k = 0; k < n; ++k) in[k].impl()->storage->version.fetch_add(1);
     return;
   }
   out.reserve(meta.size());

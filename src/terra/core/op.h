@@ -44,7 +44,7 @@ enum OpFlags : uint32_t {
   kRandom = 1u << 1,      // draws numbers: the dispatcher hands it a PhiloxKey
   kStateful = 1u << 2,    // effects outside tensors: never put in a graph
   kView = 1u << 3,        // output shares the input's storage
-  kInplace = 1u << 4,     // writes into input 0 and returns it
+  kInplace = 1u << 4,     // writes into input 0 (inputs [0, targets) with OpDef::targets) and returns it
   kSaveInputs = 1u << 5,  // autograd keeps the inputs for the gradient
   kSaveOutputs = 1u << 6, // autograd keeps the outputs for the gradient
   kNoGrad = 1u << 7,      // integer/boolean results, never differentiable
@@ -60,6 +60,9 @@ struct OpDef {
   using CheckValuesFn = void (*)(std::span<const Tensor> in, const Attrs& attrs);
   // Rough work of one call in multiply-adds (the GraphRunner sizes ops it runs side by side).
   using WorkFn = int64_t (*)(std::span<const Tensor> in, std::span<const TensorMeta> out, const Attrs& attrs);
+  // kInplace ops that update several tensors in one call (an optimizer over all parameters): how
+  // many leading inputs it writes, each returned as the output of the same index.
+  using TargetsFn = uint32_t (*)(const Attrs& attrs);
 
   const char* name;
   uint32_t flags = 0;
@@ -78,9 +81,15 @@ struct OpDef {
   // Set on ops whose work grows faster than their outputs (products, convolutions); other ops
   // count as a few multiply-adds per output element (op_work).
   WorkFn work = nullptr;
+  TargetsFn targets = nullptr;  // kInplace: null = 1 (input 0)
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
 };
+
+// The inputs an op call writes in place (the first ones): 0 unless kInplace.
+inline uint32_t inplace_targets(const OpDef& op, const Attrs& attrs) {
+  return !op.has(kInplace) ? 0 : op.targets ? op.targets(attrs) : 1;
+}
 
 // The op's work for these inputs and outputs, in multiply-adds: `work` where set, else
 // kElementWork per output element.

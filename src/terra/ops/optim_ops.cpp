@@ -149,6 +149,93 @@ const OpDef kSgdParam{.name = "sgd_param_", .flags = kInplace | kNoGrad, .infer 
                       .kernel = kernels::sgd_param};
 OpRegistrar r3(kAdamExpAvg), r4(kAdamExpAvgSq), r5(kAdamParam), r6(kSgdMomentum), r7(kSgdParam);
 
+// ---- the whole optimizer update in one op (kernels::fused_adam / fused_sgd) ----
+
+// Parameter i's operand `what` (the tensors of one role are in[first, first + n)) against param i.
+void check_each_like(const char* op, const char* what, std::span<const Tensor> in, size_t first, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const std::string at = std::string(what) + " " + std::to_string(i);
+    check_like(op, at.c_str(), in[first + i], "its param", in[i]);
+  }
+}
+void check_counts(const char* op, std::span<const Tensor> in, size_t first, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const std::string at = "step count " + std::to_string(i);
+    check_scalar(op, at.c_str(), in[first + i], DType::Float64);
+  }
+}
+// The parameters (in[0, n)), and the input count the roles call for.
+size_t check_params(const char* op, std::span<const Tensor> in, const Attrs& a, size_t roles) {
+  const int64_t n = a.i("n");
+  if (n < 1) throw std::invalid_argument(name_of(op, "needs at least one parameter, got ") + std::to_string(n));
+  if (in.size() != roles * size_t(n) + 1)
+    throw std::invalid_argument(name_of(op, "expected ") + std::to_string(roles * size_t(n) + 1) + " inputs for " +
+                                std::to_string(n) + " parameters, got " + std::to_string(in.size()));
+  for (size_t i = 0; i < size_t(n); ++i)
+    if (!is_floating(in[i].dtype()))
+      throw std::invalid_argument(name_of(op, "param ") + std::to_string(i) + " must be floating, got " +
+                                  dtype_name(in[i].dtype()) + " of shape " + shape_str(in[i].shape()));
+  return size_t(n);
+}
+std::vector<TensorMeta> metas_of(std::span<const Tensor> in, size_t count) {
+  std::vector<TensorMeta> out;
+  out.reserve(count);
+  for (size_t k = 0; k < count; ++k) out.push_back({in[k].shape(), in[k].dtype()});
+  return out;
+}
+
+// in {p[n], m[n], v[n], t[n], g[n], lr}; writes p, m, v, t.
+std::vector<TensorMeta> infer_fused_adam(std::span<const Tensor> in, const Attrs& a) {
+  const char* op = "fused_adam_";
+  const size_t n = check_params(op, in, a, 5);
+  check_each_like(op, "exp_avg", in, n, n);
+  check_each_like(op, "exp_avg_sq", in, 2 * n, n);
+  check_counts(op, in, 3 * n, n);
+  check_each_like(op, "grad", in, 4 * n, n);
+  check_scalar(op, "learning rate", in[5 * n], DType::Float64);
+  return metas_of(in, 4 * n);
+}
+uint32_t fused_adam_targets(const Attrs& a) { return uint32_t(4 * a.i("n")); }
+
+// Roles per parameter before the grads: the param, a momentum buffer, a step count.
+size_t sgd_roles(const Attrs& a) {
+  const bool buf = a.f("momentum") != 0.0;
+  return 1 + buf + (buf && a.f("dampening") != 0.0);
+}
+// in {p[n], [buf[n]], [t[n]], g[n], lr}; writes p, buf, t.
+std::vector<TensorMeta> infer_fused_sgd(std::span<const Tensor> in, const Attrs& a) {
+  const char* op = "fused_sgd_";
+  const size_t r = sgd_roles(a), n = check_params(op, in, a, r + 1);
+  if (r > 1) check_each_like(op, "momentum buffer", in, n, n);
+  if (r > 2) check_counts(op, in, 2 * n, n);
+  check_each_like(op, "grad", in, r * n, n);
+  check_scalar(op, "learning rate", in[(r + 1) * n], DType::Float64);
+  return metas_of(in, r * n);
+}
+uint32_t fused_sgd_targets(const Attrs& a) { return uint32_t(sgd_roles(a) * size_t(a.i("n"))); }
+
+const OpDef kFusedAdam{.name = "fused_adam_", .flags = kInplace | kNoGrad, .infer = infer_fused_adam,
+                       .kernel = kernels::fused_adam, .targets = fused_adam_targets};
+const OpDef kFusedSgd{.name = "fused_sgd_", .flags = kInplace | kNoGrad, .infer = infer_fused_sgd,
+                      .kernel = kernels::fused_sgd, .targets = fused_sgd_targets};
+OpRegistrar r8(kFusedAdam), r9(kFusedSgd);
+
+// The tensors of each role, one after the other (an op's input list).
+std::vector<Tensor> concat(std::initializer_list<const std::vector<Tensor>*> roles, const Tensor& last) {
+  size_t total = 1;
+  for (auto* r : roles) total += r->size();
+  std::vector<Tensor> in;
+  in.reserve(total);
+  for (auto* r : roles) in.insert(in.end(), r->begin(), r->end());
+  in.push_back(last);
+  return in;
+}
+void check_role_size(const char* op, const char* what, const std::vector<Tensor>& v, size_t n) {
+  if (v.size() != n)
+    throw std::invalid_argument(name_of(op, what) + " lists " + std::to_string(v.size()) + " tensors for " +
+                                std::to_string(n) + " parameters");
+}
+
 void moment(const OpDef& op, const Tensor& state, const Tensor& grad, const char* beta_name, double beta,
             const Tensor& param, double weight_decay) {
   std::vector<Tensor> in{state, grad};
@@ -183,6 +270,42 @@ void adam_param_(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_a
                                 std::to_string(step_scalars.size()));
   dispatch(kAdamParam, {param, exp_avg, exp_avg_sq, step_scalars[0], step_scalars[1], lr},
            Attrs{{"eps", eps}, {"weight_decay", decoupled_weight_decay}});
+}
+
+void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                 const std::vector<Tensor>& steps, const Tensor& lr, double beta1, double beta2, double eps,
+                 double weight_decay, bool decoupled) {
+  const char* op = "fused_adam_";
+  const size_t n = params.size();
+  check_role_size(op, "grads", grads, n);
+  check_role_size(op, "exp_avgs", exp_avgs, n);
+  check_role_size(op, "exp_avg_sqs", exp_avg_sqs, n);
+  check_role_size(op, "steps", steps, n);
+  dispatch(kFusedAdam, concat({&params, &exp_avgs, &exp_avg_sqs, &steps, &grads}, lr),
+           Attrs{{"n", int64_t(n)},
+                 {"beta1", beta1},
+                 {"beta2", beta2},
+                 {"eps", eps},
+                 {"weight_decay", weight_decay},
+                 {"decoupled", decoupled}});
+}
+
+void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& momentum_buffers, const std::vector<Tensor>& steps, const Tensor& lr,
+                double momentum, double dampening, double weight_decay, bool nesterov) {
+  const char* op = "fused_sgd_";
+  const size_t n = params.size();
+  const bool buf = momentum != 0.0, count = buf && dampening != 0.0;
+  check_role_size(op, "grads", grads, n);
+  check_role_size(op, "momentum_buffers", momentum_buffers, buf ? n : 0);
+  check_role_size(op, "steps", steps, count ? n : 0);
+  dispatch(kFusedSgd, concat({&params, &momentum_buffers, &steps, &grads}, lr),
+           Attrs{{"n", int64_t(n)},
+                 {"momentum", momentum},
+                 {"dampening", dampening},
+                 {"weight_decay", weight_decay},
+                 {"nesterov", nesterov}});
 }
 
 void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const Tensor& dampening_factor,

@@ -42,4 +42,20 @@ void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const
 void sgd_param_(const Tensor& param, const Tensor& lr, const Tensor& grad, const Tensor& buf = {},
                 double momentum = 0.0, double weight_decay = 0.0);
 
+// The whole update of an optimizer in one op, for the parameters that have a gradient: what
+// Adam/AdamW (and SGD) ran as a few ops per parameter, with the same float operations per element
+// and the parameters in the same order, so the bits are the same; one op per step instead of
+// ~5 per parameter is what graph modes and eager dispatch pay for. Writes in place every
+// parameter, exp_avg, exp_avg_sq and step count (the count of this step is added here: steps[i]
+// holds the parameter's count before the step). lr: float64 0-d. decoupled: AdamW's weight decay.
+void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                 const std::vector<Tensor>& steps, const Tensor& lr, double beta1, double beta2, double eps,
+                 double weight_decay, bool decoupled);
+// SGD's update for every parameter: momentum_buffers when momentum != 0 (else empty), steps (the
+// dampening factor's counts) when momentum and dampening are both != 0 (else empty).
+void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& momentum_buffers, const std::vector<Tensor>& steps, const Tensor& lr,
+                double momentum, double dampening, double weight_decay, bool nesterov);
+
 }  // namespace terra

@@ -43,28 +43,21 @@ std::vector<Tensor> Adam::state() const {
 void Adam::step() {
   begin_step();
   NoGradGuard ng;
-  Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's step scalars
+  // One op for every parameter with a gradient (fused_adam_: the same float operations per element
+  // as torch's Adam, parameter after parameter). Its step count is counted there.
+  std::vector<Tensor> ps, gs, ms, vs, ts;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    const Tensor g = p.grad();
+    const Tensor g = params_[i].grad();
     if (!g.defined()) continue;
-    if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
-    const Tensor& t = count_param_step(i);
-    // Three fused in-place ops with the float operations of the 13-op chain they replace
-    // (p.mul_(1 - lr wd) or g + p wd; m.mul_(b1).add_(g, 1 - b1); v.mul_(b2) += g (g (1 - b2));
-    // p += (m / (sqrt(v) / sc0 + eps)) sc1): the same bits.
-    const bool coupled = weight_decay != 0.0 && !decoupled_;
-    const Tensor no_param;
-    const Tensor& wd_param = coupled ? p : no_param;
-    const Tensor& m = exp_avg_[i];
-    const Tensor& v = exp_avg_sq_[i];
-    adam_exp_avg_(m, g, beta1, wd_param, weight_decay);
-    adam_exp_avg_sq_(v, g, beta2, wd_param, weight_decay);
-    // Bias corrections from the count tensor (in-graph), in torch's order of operations:
-    // sc = {sqrt(1 - beta2^t), -lr / (1 - beta1^t)}, each rounded once to p's dtype.
-    std::vector<Tensor> sc = adam_step_scalars(t, lr, beta1, beta2, p.dtype());
-    adam_param_(p, m, v, sc, eps, lr, decoupled_ ? weight_decay : 0.0);
+    ps.push_back(params_[i]);
+    gs.push_back(g);
+    ms.push_back(exp_avg_[i]);
+    vs.push_back(exp_avg_sq_[i]);
+    ts.push_back(param_step(i));
   }
+  if (ps.empty()) return;
+  // lr: float64 0-d, fed once per step.
+  fused_adam_(ps, gs, ms, vs, ts, scalar_tensor(lr_, DType::Float64), beta1, beta2, eps, weight_decay, decoupled_);
 }
 
 }  // namespace terra::optim

@@ -50,9 +50,5 @@ void Optimizer::make_param_step_tensors() {
   for (size_t i = 0; i < params_.size(); ++i) param_steps_.push_back(zeros({}, DType::Float64));
 }
 
-const Tensor& Optimizer::count_param_step(size_t i) {
-  NoGradGuard ng;
-  return param_steps_.at(i).add_(1.0);
-}
 
 }  // namespace terra::optim

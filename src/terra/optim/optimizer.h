@@ -42,8 +42,8 @@ class Optimizer {
   void begin_step();
   // Creates a zero count per parameter (constructors of optimizers that need them).
   void make_param_step_tensors();
-  // Counts a step of parameter i (an in-place op) and returns its count tensor.
-  const Tensor& count_param_step(size_t i);
+  // Parameter i's step count, counted by the optimizer's fused update (fused_adam_, fused_sgd_).
+  const Tensor& param_step(size_t i) const { return param_steps_.at(i); }
 
   std::vector<Tensor> params_;
   double lr_;

@@ -37,27 +37,21 @@ std::vector<Tensor> SGD::state() const {
 void SGD::step() {
   begin_step();
   NoGradGuard ng;
-  Tensor lr;  // float64 0-d, fed once per step and shared by every parameter's update
+  // One op for every parameter with a gradient (fused_sgd_: d = g + p wd; buf = buf momentum + d
+  // (times the dampening factor); p += (nesterov ? d + buf momentum : buf) * -lr, per parameter).
+  std::vector<Tensor> ps, gs, bufs, ts;
+  const bool counted = momentum != 0.0 && dampening != 0.0;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    const Tensor& g = p.grad();
+    const Tensor g = params_[i].grad();
     if (!g.defined()) continue;
-    if (!lr.defined()) lr = scalar_tensor(lr_, DType::Float64);
-    // Fused in-place ops with the float operations of the chain they replace: d = g + p wd;
-    // buf.mul_(momentum).add_(d) (or += d * factor); p += (nesterov ? d + buf momentum : buf) * -lr.
-    const Tensor no_tensor;
-    if (momentum == 0.0) {
-      sgd_param_(p, lr, g, no_tensor, 0.0, weight_decay);
-      continue;
-    }
-    const Tensor& buf = momentum_buffers_[i];
-    // buf starts at zero, so momentum * buf + d is torch's "buf = d" on the first step; the op
-    // sequence is the same on every step, only the factor differs.
-    Tensor factor = dampening == 0.0 ? Tensor() : sgd_dampening_factor(count_param_step(i), dampening, g.dtype());
-    sgd_momentum_(buf, g, momentum, factor, weight_decay != 0.0 ? p : no_tensor, weight_decay);
-    // Nesterov recomputes d from g (and p, not yet updated) instead of keeping it alive.
-    sgd_param_(p, lr, nesterov ? g : no_tensor, buf, momentum, weight_decay);
+    ps.push_back(params_[i]);
+    gs.push_back(g);
+    if (momentum != 0.0) bufs.push_back(momentum_buffers_[i]);
+    if (counted) ts.push_back(param_step(i));
   }
+  if (ps.empty()) return;
+  // lr: float64 0-d, fed once per step.
+  fused_sgd_(ps, gs, bufs, ts, scalar_tensor(lr_, DType::Float64), momentum, dampening, weight_decay, nesterov);
 }
 
 }  // namespace terra::optim

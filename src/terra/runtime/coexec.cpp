@@ -382,7 +382,7 @@ static std::string describe(const trace::Source& s) { return s.str(); }
 static std::vector<Tensor> host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                      std::vector<TensorMeta>& meta, PhiloxKey rng) {
   std::vector<Tensor> out = execute_eager(op, in, attrs, meta, rng);
-  if (op.has(kInplace)) in[0].impl()->trace_step = 0;
+  for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k) in[k].impl()->trace_step = 0;
   return out;
 }
 
@@ -393,7 +393,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     sync_validated();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  if (runs_on_host(op, in)) {
+  if (runs_on_host(op, in, attrs)) {
     if (op.has(kInplace)) sync_validated();  // an earlier op's error is raised before NumPy's memory changes
     return host_call(op, in, attrs, meta, rng);
   }
@@ -531,7 +531,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
 std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                                               std::vector<TensorMeta>& meta, PhiloxKey rng,
                                               const trace::Location& loc) {
-  if (runs_on_host(op, in)) return host_call(op, in, attrs, meta, rng);
+  if (runs_on_host(op, in, attrs)) return host_call(op, in, attrs, meta, rng);
   std::vector<Tensor> out = execute_eager(op, in, attrs, meta, rng);
   if (op.has(kStateful)) return out;
   trace::Record r;

@@ -45,7 +45,7 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
     barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  if (runs_on_host(op, in)) {  // into NumPy's memory: at the call, after what precedes it
+  if (runs_on_host(op, in, attrs)) {  // into NumPy's memory: at the call, after what precedes it
     if (op.has(kInplace)) barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }

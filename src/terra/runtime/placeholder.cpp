@@ -10,12 +10,15 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
     out.push_back(op.view(in[0], attrs));
     out[0].impl()->pending = pending(0);
   } else if (op.has(kInplace)) {
-    out.push_back(in[0]);
-    in[0].impl()->storage->version.fetch_add(1);
-    // The write is owed from here on: the host bytes are not this value until the graph runs it.
-    // Set only where a write is really deferred (not where a graph mode ran the op at once), so a
-    // NumPy-shared storage written eagerly between steps is still copied when a step reads it.
-    in[0].impl()->storage->deferred_write.store(true);
+    const uint32_t n = inplace_targets(op, attrs);
+    out.assign(in.begin(), in.begin() + n);
+    for (uint32_t k = 0; k < n; ++k) {
+      in[k].impl()->storage->version.fetch_add(1);
+      // The write is owed from here on: the host bytes are not this value until the graph runs it.
+      // Set only where a write is really deferred (not where a graph mode ran the op at once), so a
+      // NumPy-shared storage written eagerly between steps is still copied when a step reads it.
+      in[k].impl()->storage->deferred_write.store(true);
+    }
   } else {
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
@@ -32,8 +35,12 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
   return out;
 }
 
-bool runs_on_host(const OpDef& op, std::span<const Tensor> in) {
-  return (op.has(kInplace) || op.has(kView)) && !in.empty() && needs_snapshot(*in[0].impl());
+bool runs_on_host(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+  if (op.has(kView)) return !in.empty() && needs_snapshot(*in[0].impl());
+  const uint32_t n = inplace_targets(op, attrs);
+  for (uint32_t k = 0; k < n && k < in.size(); ++k)
+    if (needs_snapshot(*in[k].impl())) return true;
+  return false;
 }
 
 }  // namespace terra::runtime

@@ -35,7 +35,7 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
 // Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a
 // view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view
 // is a host tensor), and every op that reads it takes a copy of its value at the call
-// (host_snapshot). True for such an op call, whose target `in[0]` needs_snapshot.
-bool runs_on_host(const OpDef& op, std::span<const Tensor> in);
+// (host_snapshot). True for such an op call, one of whose targets (in[0] for a view) needs_snapshot.
+bool runs_on_host(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs);
 
 }  // namespace terra::runtime

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "terra/backend/cpu/loops.h"
 
@@ -92,69 +93,192 @@ void adam_exp_avg_sq(const KernelArgs& k) {
   });
 }
 
+namespace {
+// p = p (* decay) + (m / (sqrt(v) / sc0 + eps)) * sc1 (adam_param's update with its scalars as values).
+template <class T>
+void adam_param_loop(const Tensor& p, const Tensor& m, const Tensor& v, T sc0, T sc1, T eps, T decay, bool decoupled) {
+  with_flag(decoupled, [&](auto dec) {
+    update_loop<T>(
+        p,
+        [=](T x, T m1, T v1) {
+          if constexpr (decltype(dec)::value) x = x * decay;
+          // denom = sqrt(v) / sc0 + eps; p += (m / denom) * sc1
+          return x + (m1 / (std::sqrt(v1) / sc0 + eps)) * sc1;
+        },
+        m, v);
+  });
+}
+}  // namespace
+
 void adam_param(const KernelArgs& k) {
   const double wd = k.attrs.f("weight_decay");
   visit_floating(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
-    const T sc0 = scalar<T>(k.in[3]), sc1 = scalar<T>(k.in[4]), eps = T(k.attrs.f("eps"));
     // AdamW's p.mul_(1 - lr * wd): the factor computed in double on the host, rounded once.
-    const T decay = T(1.0 - scalar<double>(k.in[5]) * wd);
-    with_flag(wd != 0.0, [&](auto decoupled) {
-      update_loop<T>(
-          k.out[0],
-          [=](T p, T m, T v) {
-            if constexpr (decltype(decoupled)::value) p = p * decay;
-            // denom = sqrt(v) / sc0 + eps; p += (m / denom) * sc1
-            return p + (m / (std::sqrt(v) / sc0 + eps)) * sc1;
-          },
-          k.in[1], k.in[2]);
-    });
+    adam_param_loop<T>(k.out[0], k.in[1], k.in[2], scalar<T>(k.in[3]), scalar<T>(k.in[4]), T(k.attrs.f("eps")),
+                       T(1.0 - scalar<double>(k.in[5]) * wd), wd != 0.0);
   });
 }
+
+namespace {
+// buf = buf * momentum + d (* fac when dampened), d = g (+ p * wd when `p` is given).
+template <class T>
+void sgd_momentum_loop(const Tensor& buf, const Tensor& g, const Tensor* p, T mom, T wd, bool damp, T fac) {
+  // buf.mul_(momentum); buf.add_(d) or buf += d * factor
+  with_flag(damp, [&](auto dampened) {
+    auto upd = [=](T b, T d) {
+      if constexpr (decltype(dampened)::value) return b * mom + d * fac;
+      else return b * mom + d;
+    };
+    if (p)
+      update_loop<T>(buf, [=](T b, T g1, T p1) { return upd(b, g1 + p1 * wd); }, g, *p);
+    else
+      update_loop<T>(buf, [=](T b, T g1) { return upd(b, g1); }, g);
+  });
+}
+
+// p = p + d * neg_lr with d = g (+ p * wd when wd != 0); with a buffer d = buf, or d + buf * mom
+// when g is also given (Nesterov).
+template <class T>
+void sgd_param_loop(const Tensor& out, const Tensor* g, const Tensor* buf, T neg_lr, T mom, double wd) {
+  if (!g) {  // plain momentum: d = buf
+    update_loop<T>(out, [=](T p, T b) { return p + b * neg_lr; }, *buf);
+    return;
+  }
+  const T wdt = T(wd);
+  with_flag(wd != 0.0, [&](auto decay) {
+    auto grad = [=](T p, T g1) {
+      if constexpr (decltype(decay)::value) return g1 + p * wdt;
+      else return g1;
+    };
+    if (buf)  // Nesterov: d = d + buf * momentum
+      update_loop<T>(out, [=](T p, T g1, T b) { return p + (grad(p, g1) + b * mom) * neg_lr; }, *g, *buf);
+    else
+      update_loop<T>(out, [=](T p, T g1) { return p + grad(p, g1) * neg_lr; }, *g);
+  });
+}
+}  // namespace
 
 void sgd_momentum(const KernelArgs& k) {
   const bool has_param = k.attrs.b("has_param"), damp = k.attrs.b("has_dampening");
   visit_floating(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
-    const T mom = T(k.attrs.f("momentum")), wd = T(k.attrs.f("weight_decay"));
-    // buf.mul_(momentum); buf.add_(d) or buf += d * factor
     const T fac = damp ? scalar<T>(k.in[has_param ? 3 : 2]) : T(1);
-    with_flag(damp, [&](auto dampened) {
-      auto upd = [=](T buf, T d) {
-        if constexpr (decltype(dampened)::value) return buf * mom + d * fac;
-        else return buf * mom + d;
-      };
-      if (has_param)
-        update_loop<T>(k.out[0], [=](T buf, T g, T p) { return upd(buf, g + p * wd); }, k.in[1], k.in[2]);
-      else
-        update_loop<T>(k.out[0], [=](T buf, T g) { return upd(buf, g); }, k.in[1]);
-    });
+    sgd_momentum_loop<T>(k.out[0], k.in[1], has_param ? &k.in[2] : nullptr, T(k.attrs.f("momentum")),
+                         T(k.attrs.f("weight_decay")), damp, fac);
   });
 }
 
 void sgd_param(const KernelArgs& k) {
   const bool has_grad = k.attrs.b("has_grad"), has_buf = k.attrs.b("has_buffer");
-  const double wd = k.attrs.f("weight_decay");
   visit_floating(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
     // add_inplace(p, d * -lr): -lr rounded once to T as scalar_like does.
-    const T neg_lr = T(-scalar<double>(k.in[1])), mom = T(k.attrs.f("momentum")), wdt = T(wd);
-    const Tensor& out = k.out[0];
-    if (!has_grad) {  // plain momentum: d = buf
-      update_loop<T>(out, [=](T p, T buf) { return p + buf * neg_lr; }, k.in[2]);
-      return;
-    }
-    with_flag(wd != 0.0, [&](auto decay) {
-      auto grad = [=](T p, T g) {
-        if constexpr (decltype(decay)::value) return g + p * wdt;
-        else return g;
-      };
-      if (has_buf)  // Nesterov: d = d + buf * momentum
-        update_loop<T>(out, [=](T p, T g, T buf) { return p + (grad(p, g) + buf * mom) * neg_lr; }, k.in[2], k.in[3]);
-      else
-        update_loop<T>(out, [=](T p, T g) { return p + grad(p, g) * neg_lr; }, k.in[2]);
-    });
+    sgd_param_loop<T>(k.out[0], has_grad ? &k.in[2] : nullptr, has_buf ? &k.in[2 + has_grad] : nullptr,
+                      T(-scalar<double>(k.in[1])), T(k.attrs.f("momentum")), k.attrs.f("weight_decay"));
   });
+}
+
+namespace {
+
+// Whether one pass over p, m, v and g may replace adam's three: dense operands that share no
+// memory, so no update reads what another of the same element wrote (each element's float
+// operations are the same either way).
+bool one_pass(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& g) {
+  const TensorImpl* t[4] = {p.impl(), m.impl(), v.impl(), g.impl()};
+  for (int a = 0; a < 4; ++a) {
+    if (!t[a]->is_contiguous()) return false;
+    for (int b = 0; b < a; ++b)
+      if (t[a]->storage == t[b]->storage) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void fused_adam(const KernelArgs& k) {
+  const size_t n = size_t(k.attrs.i("n"));
+  const double beta1 = k.attrs.f("beta1"), beta2 = k.attrs.f("beta2"), eps = k.attrs.f("eps");
+  const double wd = k.attrs.f("weight_decay");
+  const bool decoupled = k.attrs.b("decoupled"), coupled = wd != 0.0 && !decoupled;
+  const double lr = scalar<double>(k.in[5 * n]);
+  // The per-parameter ops' attributes, for parameters the single pass does not take.
+  const Attrs am{{"beta1", beta1}, {"weight_decay", wd}, {"has_param", coupled}};
+  const Attrs av{{"beta2", beta2}, {"weight_decay", wd}, {"has_param", coupled}};
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor &p = k.in[i], &m = k.in[n + i], &v = k.in[2 * n + i], &t = k.in[3 * n + i], &g = k.in[4 * n + i];
+    double& count = *t.impl()->data_as<double>();
+    count = count + 1.0;  // the parameter's step count (add_(1))
+    visit_floating(p.dtype(), [&](auto z) {
+      using T = decltype(z);
+      // adam_step_scalars: in double, each rounded once to T.
+      const T sc0 = T(std::sqrt(1.0 - std::pow(beta2, count))), sc1 = T(-lr / (1.0 - std::pow(beta1, count)));
+      const T epst = T(eps), decay = T(1.0 - lr * (decoupled ? wd : 0.0));
+      const bool dec = decoupled && wd != 0.0;
+      if (!one_pass(p, m, v, g)) {  // the three updates one after the other, as the ops ran them
+        std::vector<Tensor> in{m, g}, out{m};
+        if (coupled) in.push_back(p);
+        adam_exp_avg(KernelArgs{in, out, am, {}});
+        in[0] = out[0] = v;
+        adam_exp_avg_sq(KernelArgs{in, out, av, {}});
+        adam_param_loop<T>(p, m, v, sc0, sc1, epst, decay, dec);
+        return;
+      }
+      const T b1 = T(beta1), c1 = T(1.0 - beta1), b2 = T(beta2), c2 = T(1.0 - beta2), wdt = T(wd);
+      T *pp = p.impl()->data_as<T>(), *pm = m.impl()->data_as<T>(), *pv = v.impl()->data_as<T>();
+      const T* pg = g.impl()->data_as<T>();
+      with_flag(coupled, [&](auto cp) {
+        with_flag(1.0 - beta1 != 1.0, [&](auto scaled) {
+          with_flag(dec, [&](auto dc) {
+            cpu::parallel_for(p.impl()->numel, cpu::kGrain, [&](int64_t b, int64_t e) {
+              for (int64_t j = b; j < e; ++j) {
+                // adam_exp_avg_, adam_exp_avg_sq_ and adam_param_ of this element, in that order.
+                T d = pg[j];
+                if constexpr (decltype(cp)::value) d = pg[j] + pp[j] * wdt;
+                T mj;
+                if constexpr (decltype(scaled)::value) mj = pm[j] * b1 + d * c1;
+                else mj = pm[j] * b1 + d;
+                const T vj = pv[j] * b2 + d * (d * c2);
+                T x = pp[j];
+                if constexpr (decltype(dc)::value) x = x * decay;
+                pm[j] = mj;
+                pv[j] = vj;
+                pp[j] = x + (mj / (std::sqrt(vj) / sc0 + epst)) * sc1;
+              }
+            });
+          });
+        });
+      });
+    });
+  }
+}
+
+void fused_sgd(const KernelArgs& k) {
+  const size_t n = size_t(k.attrs.i("n"));
+  const double momentum = k.attrs.f("momentum"), dampening = k.attrs.f("dampening"), wd = k.attrs.f("weight_decay");
+  const bool nesterov = k.attrs.b("nesterov"), has_buf = momentum != 0.0, has_count = has_buf && dampening != 0.0;
+  const size_t g0 = n * (1 + has_buf + has_count);  // the grads follow the targets
+  const double lr = scalar<double>(k.in[g0 + n]);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor &p = k.in[i], &g = k.in[g0 + i];
+    visit_floating(p.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T neg_lr = T(-lr);
+      if (!has_buf) {  // sgd_param_(p, lr, g)
+        sgd_param_loop<T>(p, &g, nullptr, neg_lr, T(0.0), wd);
+        return;
+      }
+      const Tensor& buf = k.in[n + i];
+      T fac = T(1);
+      if (has_count) {  // sgd_dampening_factor of the counted step
+        double& count = *k.in[2 * n + i].impl()->data_as<double>();
+        count = count + 1.0;
+        fac = T(count == 1.0 ? 1.0 : 1.0 - dampening);
+      }
+      sgd_momentum_loop<T>(buf, g, wd != 0.0 ? &p : nullptr, T(momentum), T(wd), has_count, fac);
+      sgd_param_loop<T>(p, nesterov ? &g : nullptr, &buf, neg_lr, T(momentum), wd);
+    });
+  }
 }
 
 }  // namespace terra::kernels
