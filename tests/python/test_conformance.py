@@ -474,8 +474,10 @@ class TestRandom(unittest.TestCase):
 # ---- optimizers: terra.optim vs torch.optim (they own the ops adam_step_scalars, sgd_dampening_factor and
 # the fused updates)
 class TestOptim(unittest.TestCase):
+    # The optimizers run fused_adam_ / fused_sgd_ (the whole update in one op); the per-parameter
+    # ops remain public and are checked bit for bit against them in tests/ops/optim_fused_test.cpp.
     OPS = ("adam_step_scalars", "sgd_dampening_factor", "adam_exp_avg_", "adam_exp_avg_sq_", "adam_param_",
-           "sgd_momentum_", "sgd_param_")
+           "sgd_momentum_", "sgd_param_", "fused_adam_", "fused_sgd_")
 
     def _run(self, lib, make, dtype, steps=6):
         """f(p) = sum(c * (p - t)^2) on two parameters; the second has no gradient on step 2."""
