@@ -194,6 +194,32 @@ bool one_pass(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& g
   return true;
 }
 
+template <class T>
+struct AdamConsts {
+  T b1, c1, b2, c2, wd, decay, eps, sc0, sc1;
+};
+
+// adam_exp_avg_, adam_exp_avg_sq_ and adam_param_ of elements [b, e), in that order per element.
+// Separate restrict-qualified operands (one_pass checked they share no memory) let the compiler
+// vectorize the loop; each element's float operations are the three kernels' own.
+template <class T, bool Coupled, bool Scaled, bool Decoupled>
+void adam_pass(T* __restrict pp, T* __restrict pm, T* __restrict pv, const T* __restrict pg, int64_t b, int64_t e,
+               const AdamConsts<T> c) {
+  for (int64_t j = b; j < e; ++j) {
+    T d = pg[j];
+    if constexpr (Coupled) d = pg[j] + pp[j] * c.wd;
+    T mj;
+    if constexpr (Scaled) mj = pm[j] * c.b1 + d * c.c1;
+    else mj = pm[j] * c.b1 + d;
+    const T vj = pv[j] * c.b2 + d * (d * c.c2);
+    T x = pp[j];
+    if constexpr (Decoupled) x = x * c.decay;
+    pm[j] = mj;
+    pv[j] = vj;
+    pp[j] = x + (mj / (std::sqrt(vj) / c.sc0 + c.eps)) * c.sc1;
+  }
+}
+
 }  // namespace
 
 void fused_adam(const KernelArgs& k) {
@@ -224,27 +250,14 @@ void fused_adam(const KernelArgs& k) {
         adam_param_loop<T>(p, m, v, sc0, sc1, epst, decay, dec);
         return;
       }
-      const T b1 = T(beta1), c1 = T(1.0 - beta1), b2 = T(beta2), c2 = T(1.0 - beta2), wdt = T(wd);
+      const AdamConsts<T> c{T(beta1), T(1.0 - beta1), T(beta2), T(1.0 - beta2), T(wd), decay, epst, sc0, sc1};
       T *pp = p.impl()->data_as<T>(), *pm = m.impl()->data_as<T>(), *pv = v.impl()->data_as<T>();
       const T* pg = g.impl()->data_as<T>();
       with_flag(coupled, [&](auto cp) {
         with_flag(1.0 - beta1 != 1.0, [&](auto scaled) {
           with_flag(dec, [&](auto dc) {
             cpu::parallel_for(p.impl()->numel, cpu::kGrain, [&](int64_t b, int64_t e) {
-              for (int64_t j = b; j < e; ++j) {
-                // adam_exp_avg_, adam_exp_avg_sq_ and adam_param_ of this element, in that order.
-                T d = pg[j];
-                if constexpr (decltype(cp)::value) d = pg[j] + pp[j] * wdt;
-                T mj;
-                if constexpr (decltype(scaled)::value) mj = pm[j] * b1 + d * c1;
-                else mj = pm[j] * b1 + d;
-                const T vj = pv[j] * b2 + d * (d * c2);
-                T x = pp[j];
-                if constexpr (decltype(dc)::value) x = x * decay;
-                pm[j] = mj;
-                pv[j] = vj;
-                pp[j] = x + (mj / (std::sqrt(vj) / sc0 + epst)) * sc1;
-              }
+              adam_pass<T, decltype(cp)::value, decltype(scaled)::value, decltype(dc)::value>(pp, pm, pv, pg, b, e, c);
             });
           });
         });
