@@ -21,6 +21,29 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 
 Tensor f64(double v) { return scalar_tensor(v, DType::Float64); }
 
+// The one-op updates name the role and the parameter's index as well as the shapes.
+TEST(OptimFusedErrors, OneOpUpdatesNameTheRoleAndTheParameter) {
+  NoGradGuard ng;
+  Tensor p0 = zeros({3, 4}), p1 = zeros({5}), lr = f64(0.1);
+  std::vector<Tensor> ps{p0, p1}, ms{zeros({3, 4}), zeros({5})}, vs{zeros({3, 4}), zeros({5})},
+      ts{f64(0.0), f64(0.0)};
+  expect_error([&] { fused_adam_(ps, {zeros({3, 4}), zeros({6})}, ms, vs, ts, lr, 0.9, 0.999, 1e-8, 0.0, false); },
+               {"[fused_adam_]", "grad 1", "[6]", "[5]"});
+  expect_error([&] { fused_adam_(ps, {zeros({3, 4}), zeros({5})}, ms, {zeros({3, 4}), zeros({5}, DType::Float64)}, ts,
+                                 lr, 0.9, 0.999, 1e-8, 0.0, false); },
+               {"[fused_adam_]", "exp_avg_sq 1", "float64", "float32"});
+  expect_error([&] { fused_adam_(ps, {zeros({3, 4}), zeros({5})}, ms, vs, {f64(0.0), zeros({})}, lr, 0.9, 0.999, 1e-8,
+                                 0.0, false); },
+               {"[fused_adam_]", "step count 1", "float64"});
+  expect_error([&] { fused_sgd_(ps, {zeros({3, 4}), zeros({5})}, {zeros({4, 3}), zeros({5})}, {}, lr, 0.9, 0.0, 0.0,
+                                false); },
+               {"[fused_sgd_]", "momentum buffer 0", "[4, 3]", "[3, 4]"});
+  expect_error([&] { fused_adam_(ps, {zeros({3, 4})}, ms, vs, ts, lr, 0.9, 0.999, 1e-8, 0.0, false); },
+               {"[fused_adam_]", "grads", "1 tensors for 2 parameters"});
+  EXPECT_EQ(p0.to_vector<float>(), std::vector<float>(12, 0.0f));  // nothing written
+  EXPECT_EQ(ts[0].item<double>(), 0.0);
+}
+
 TEST(OptimFusedErrors, MismatchedShapesNameTheOpAndBothShapes) {
   NoGradGuard ng;
   Tensor m = zeros({3, 4}), g = zeros({4, 3}), p = zeros({3, 4});

@@ -50,5 +50,4 @@ void Optimizer::make_param_step_tensors() {
   for (size_t i = 0; i < params_.size(); ++i) param_steps_.push_back(zeros({}, DType::Float64));
 }
 
-
 }  // namespace terra::optim
