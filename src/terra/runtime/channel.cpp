@@ -12,6 +12,7 @@
 namespace terra::runtime {
 
 StepState::~StepState() {
+  live_.fetch_sub(1, std::memory_order_relaxed);
   for (CellSlot* c : chunks_) delete[] c;
 }
 

@@ -120,7 +120,9 @@ struct StepState {
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
 
-  StepState() = default;
+  StepState() { live_.fetch_add(1, std::memory_order_relaxed); }
+  // Step states alive in the process (tests: a kept placeholder must not keep its step's state).
+  static int64_t live() { return live_.load(std::memory_order_relaxed); }
   StepState(const StepState&) = delete;
   StepState& operator=(const StepState&) = delete;
   ~StepState();
@@ -136,6 +138,7 @@ struct StepState {
   std::vector<CellSlot*> dead_;
   std::vector<CellSlot*> runner_dead_;  // the runner's batch being freed (runner only)
   bool host_frees_ = false;
+  static inline std::atomic<int64_t> live_{0};
 };
 
 // Counts this host thread as blocked on the runner while it lives (GraphRunner::host_waiting).

@@ -43,28 +43,49 @@ static void wait_step(StepState& st, uint64_t n) {
 }
 
 // A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step. Holds a
-// reference to its position's slot: the runner keeps the values only while one is alive.
+// reference to its position's slot: the runner keeps the values only while one is alive. Once the
+// step finished, the host settles it (takes the value) and later releases the slot and the step,
+// so a placeholder kept for many steps costs what an eager tensor costs (see CoExecSession::kept_).
 struct SkelPending : PendingValue {
-  std::shared_ptr<StepState> step;
+  std::shared_ptr<StepState> step;  // null once released
   CellSlot* slot;
   uint32_t out;
   uint64_t seq;
+  Tensor settled;  // the runner's value, taken on the host after the step finished
   SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
       : step(st), slot(s), out(o), seq(q) {
     s->refs.fetch_add(1, std::memory_order_relaxed);  // the maker holds one: never from 0
   }
-  ~SkelPending() override { step->host_release(*slot); }
-  void materialize(TensorImpl& t) override {
-    wait_step(*step, seq + 1);
+  ~SkelPending() override {
+    if (step) step->host_release(*slot);
+  }
+  // Host thread, its step finished: takes the value unless the op (or its step) failed, which
+  // keeps the slot so a read re-raises the error.
+  void settle() {
     const ValueCell& cell = slot->cell;
-    if (cell.error) std::rethrow_exception(cell.error);  // its step failed before computing it
-    if (out >= cell.values.size() || !cell.values[out].defined())
-      throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
-                               " was never computed (its step was abandoned before it ran)");
-    const TensorImpl& v = *cell.values[out].impl();
-    t.storage = v.storage;
-    t.strides = v.strides;
-    t.offset = v.offset;
+    if (!settled.defined() && !cell.error && out < cell.values.size()) settled = cell.values[out];
+  }
+  // Host thread, settled and no message still in flight names the slot: lets the step go.
+  void release() {
+    if (!settled.defined() || !step) return;
+    step->host_release(*slot);
+    step.reset();
+    slot = nullptr;
+  }
+  void materialize(TensorImpl& t) override {
+    if (!settled.defined()) wait_step(*step, seq + 1);
+    const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
+    if (!v) {
+      const ValueCell& cell = slot->cell;
+      if (cell.error) std::rethrow_exception(cell.error);  // its step failed before computing it
+      if (out >= cell.values.size() || !cell.values[out].defined())
+        throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
+                                 " was never computed (its step was abandoned before it ran)");
+      v = cell.values[out].impl();
+    }
+    t.storage = v->storage;
+    t.strides = v->strides;
+    t.offset = v->offset;
     t.pending.reset();  // may destroy *this: nothing below
   }
 };
@@ -201,11 +222,15 @@ void CoExecSession::raise_pending(bool wait) {
   }
 }
 
-void CoExecSession::synchronize() { raise_pending(true); }
+void CoExecSession::synchronize() {
+  raise_pending(true);
+  settle_kept_placeholders();  // every step sent has finished: kept values let their steps go
+}
 
 void CoExecSession::close_quietly() noexcept {
   try {
     sync_all();
+    settle_kept_placeholders();
     for (;;) {
       try {
         raise_pending(false);
@@ -268,7 +293,33 @@ void CoExecSession::regenerate() {
   }
 }
 
+// Host thread, at a step's start. A kept placeholder's slot may be named by a feed the host sent
+// before it settled (an alias of the slot's cell): released only once the runner finished every
+// step sent by then. Feeds made after settling carry the value itself.
+void CoExecSession::settle_kept_placeholders() {
+  if (st_ && !placeholders_.empty()) kept_.push_back({st_, std::move(placeholders_)});
+  placeholders_.clear();
+  for (Kept& k : kept_) {
+    if (k.settled) continue;
+    {
+      std::lock_guard<std::mutex> g(k.st->mu);
+      if (!k.st->finished || !k.st->host_ended) break;  // steps finish in order
+    }
+    for (auto& w : k.placeholders)
+      if (auto sp = w.lock()) sp->settle();
+    k.settled = true;
+    k.release_after = steps_sent_;
+  }
+  const uint64_t finished = runner_->steps_finished();
+  while (!kept_.empty() && kept_.front().settled && finished >= kept_.front().release_after) {
+    for (auto& w : kept_.front().placeholders)
+      if (auto sp = w.lock()) sp->release();
+    kept_.pop_front();
+  }
+}
+
 void CoExecSession::begin_step() {
+  settle_kept_placeholders();
   step_uid_++;
   step_first_id_ = next_tensor_id();
   t0_ = Clock::now();
@@ -467,7 +518,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       if (set.size() > 1) phi_[i] = uint32_t(idx);
       if (set[size_t(idx)].kind != trace::Source::Op) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
-        if (sp && !t->has_data())  // shares the placeholder's ownership: its slot keeps the values
+        if (sp && !t->has_data() && sp->settled.defined())
+          feeds_[i] = FeedValue{sp->settled, nullptr, 0};
+        else if (sp && !t->has_data())  // shares the placeholder's ownership: its slot keeps the values
           feeds_[i] = FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->cell), sp->out};
         else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
@@ -512,7 +565,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     }
   } else {
     out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-      return std::make_shared<SkelPending>(st_, slot, k, seq_);
+      auto p = std::make_shared<SkelPending>(st_, slot, k, seq_);
+      placeholders_.emplace_back(p);
+      return p;
     });
   }
   for (uint32_t k = 0; k < out.size(); ++k) {

@@ -18,6 +18,8 @@
 
 namespace terra::runtime {
 
+struct SkelPending;  // a skeleton placeholder's value (coexec.cpp)
+
 class CoExecSession {
  public:
   explicit CoExecSession(Stats& stats);
@@ -72,6 +74,7 @@ class CoExecSession {
   // first waits for every step sent to the runner.
   void raise_pending(bool wait);
   void note_growth(bool extended);  // gives co-execution up when the TraceGraph never converges
+  void settle_kept_placeholders();  // see kept_
 
   Stats& stats_;
   trace::TraceGraph tg_;
@@ -83,6 +86,17 @@ class CoExecSession {
   std::shared_ptr<ExecutorStack> stack_;  // of the thread that created the session
   Executor* installed_ = nullptr;
   std::deque<std::shared_ptr<StepState>> inflight_;  // co-executed steps whose errors are unchecked
+  // Placeholders a program keeps past their step (a loss kept for logging, a value read next step)
+  // must not keep the whole step's state: once the step finished they take their value (settled)
+  // and, when no feed sent earlier can still read their slot, let the step go (released).
+  struct Kept {
+    std::shared_ptr<StepState> st;
+    std::vector<std::weak_ptr<SkelPending>> placeholders;
+    uint64_t release_after = 0;  // settled: released once the runner finished this many steps
+    bool settled = false;
+  };
+  std::vector<std::weak_ptr<SkelPending>> placeholders_;  // the current step's
+  std::deque<Kept> kept_;
   uint64_t growth_bits_ = 0;  // last 64 steps: 1 = the step's trace extended the TraceGraph
 
   Phase phase_ = Phase::Idle;
