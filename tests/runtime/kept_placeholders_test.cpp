@@ -5,7 +5,10 @@
 // A placeholder now takes its value once its step finished and lets the step's state go.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <terra/terra.h>
@@ -76,4 +79,69 @@ TEST(KeptPlaceholders, LazyAndEagerKeepNoStepState) {
   Kept eager = train(Mode::Eager, 30);
   EXPECT_EQ(runtime::StepState::live(), before);
   for (size_t i = 0; i < eager.losses.size(); ++i) EXPECT_EQ(value(lazy.losses[i]), value(eager.losses[i]));
+}
+
+// Another thread reads kept values while the host thread settles and releases their steps (each
+// begin_step does; Python's synchronize() does it without the GIL). Each value is read by that
+// thread only, so the reads race with settling and nothing else.
+TEST(KeptPlaceholders, ReadOnAnotherThreadWhileTheHostSettles) {
+  const int steps = 80;
+  std::vector<float> eager_losses;
+  {
+    manual_seed(5);
+    nn::Linear fc(8, 4);
+    optim::SGD opt(fc.parameters(), 0.1);
+    Tensor x = randn({5, 8});
+    Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0}, {5});
+    Engine eng(Mode::Eager);
+    for (int s = 0; s < steps; ++s) {
+      auto st = eng.step();
+      Tensor loss = F::cross_entropy(fc(x), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      eager_losses.push_back(loss.item<float>());
+    }
+  }
+  std::mutex m;
+  std::vector<Tensor> kept;
+  std::vector<float> seen(size_t(steps), -1.0f);
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    size_t next = 0;
+    while (next < size_t(steps)) {
+      Tensor t;
+      {
+        std::lock_guard<std::mutex> g(m);
+        if (next < kept.size()) t = kept[next];
+      }
+      if (!t.defined()) {
+        if (done.load()) break;
+        std::this_thread::yield();
+        continue;
+      }
+      seen[next++] = t.item<float>();
+    }
+  });
+  {
+    manual_seed(5);
+    nn::Linear fc(8, 4);
+    optim::SGD opt(fc.parameters(), 0.1);
+    Tensor x = randn({5, 8});
+    Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0}, {5});
+    Engine eng(Mode::CoExecution);
+    for (int s = 0; s < steps; ++s) {
+      auto st = eng.step();
+      Tensor loss = F::cross_entropy(fc(x), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      std::lock_guard<std::mutex> g(m);
+      kept.push_back(loss.detach());
+    }
+    eng.synchronize();
+  }
+  done = true;
+  reader.join();
+  for (size_t i = 0; i < size_t(steps); ++i) EXPECT_EQ(seen[i], eager_losses[i]) << "step " << i;
 }

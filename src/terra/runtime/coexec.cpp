@@ -52,6 +52,9 @@ struct SkelPending : PendingValue {
   uint32_t out;
   uint64_t seq;
   Tensor settled;  // the runner's value, taken on the host after the step finished
+  // settle/release run on the host thread while another thread may be reading this value
+  // (Python's synchronize() releases the GIL): they and materialize's reads take this lock.
+  SpinLock mu;
   SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
       : step(st), slot(s), out(o), seq(q) {
     s->refs.fetch_add(1, std::memory_order_relaxed);  // the maker holds one: never from 0
@@ -62,30 +65,45 @@ struct SkelPending : PendingValue {
   // Host thread, its step finished: takes the value unless the op (or its step) failed, which
   // keeps the slot so a read re-raises the error.
   void settle() {
+    std::lock_guard<SpinLock> g(mu);
     const ValueCell& cell = slot->cell;
     if (!settled.defined() && !cell.error && out < cell.values.size()) settled = cell.values[out];
   }
   // Host thread, settled and no message still in flight names the slot: lets the step go.
   void release() {
+    std::lock_guard<SpinLock> g(mu);
     if (!settled.defined() || !step) return;
     step->host_release(*slot);
     step.reset();
     slot = nullptr;
   }
   void materialize(TensorImpl& t) override {
-    if (!settled.defined()) wait_step(*step, seq + 1);
+    std::shared_ptr<StepState> st;
+    {
+      std::lock_guard<SpinLock> g(mu);
+      if (!settled.defined()) st = step;  // kept alive through the wait, even if released meanwhile
+    }
+    if (st) wait_step(*st, seq + 1);
+    std::unique_lock<SpinLock> g(mu);  // unsettled here means unreleased: the slot holds the value
     const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
     if (!v) {
       const ValueCell& cell = slot->cell;
-      if (cell.error) std::rethrow_exception(cell.error);  // its step failed before computing it
-      if (out >= cell.values.size() || !cell.values[out].defined())
+      if (cell.error) {
+        std::exception_ptr err = cell.error;
+        g.unlock();
+        std::rethrow_exception(err);  // its step failed before computing it
+      }
+      if (out >= cell.values.size() || !cell.values[out].defined()) {
+        g.unlock();
         throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
                                  " was never computed (its step was abandoned before it ran)");
+      }
       v = cell.values[out].impl();
     }
     t.storage = v->storage;
     t.strides = v->strides;
     t.offset = v->offset;
+    g.unlock();
     t.pending.reset();  // may destroy *this: nothing below
   }
 };
