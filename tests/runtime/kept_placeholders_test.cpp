@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -55,6 +56,25 @@ Kept train(Mode mode, int steps) {
 
 float value(const Tensor& t) { return t.contiguous().item<float>(); }
 
+// A small SGD loop; `keep` sees each step's loss inside its step.
+void train_sgd(Mode mode, int steps, const std::function<void(const Tensor&)>& keep) {
+  manual_seed(5);
+  nn::Linear fc(8, 4);
+  optim::SGD opt(fc.parameters(), 0.1);
+  Tensor x = randn({5, 8});
+  Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0}, {5});
+  Engine eng(mode);
+  for (int s = 0; s < steps; ++s) {
+    auto st = eng.step();
+    Tensor loss = F::cross_entropy(fc(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    keep(loss);
+  }
+  eng.synchronize();
+}
+
 }  // namespace
 
 TEST(KeptPlaceholders, ValuesKeptAcrossStepsDoNotKeepTheirStepsState) {
@@ -87,22 +107,7 @@ TEST(KeptPlaceholders, LazyAndEagerKeepNoStepState) {
 TEST(KeptPlaceholders, ReadOnAnotherThreadWhileTheHostSettles) {
   const int steps = 80;
   std::vector<float> eager_losses;
-  {
-    manual_seed(5);
-    nn::Linear fc(8, 4);
-    optim::SGD opt(fc.parameters(), 0.1);
-    Tensor x = randn({5, 8});
-    Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0}, {5});
-    Engine eng(Mode::Eager);
-    for (int s = 0; s < steps; ++s) {
-      auto st = eng.step();
-      Tensor loss = F::cross_entropy(fc(x), y);
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-      eager_losses.push_back(loss.item<float>());
-    }
-  }
+  train_sgd(Mode::Eager, steps, [&](const Tensor& loss) { eager_losses.push_back(loss.item<float>()); });
   std::mutex m;
   std::vector<Tensor> kept;
   std::vector<float> seen(size_t(steps), -1.0f);
@@ -123,24 +128,10 @@ TEST(KeptPlaceholders, ReadOnAnotherThreadWhileTheHostSettles) {
       seen[next++] = t.item<float>();
     }
   });
-  {
-    manual_seed(5);
-    nn::Linear fc(8, 4);
-    optim::SGD opt(fc.parameters(), 0.1);
-    Tensor x = randn({5, 8});
-    Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0}, {5});
-    Engine eng(Mode::CoExecution);
-    for (int s = 0; s < steps; ++s) {
-      auto st = eng.step();
-      Tensor loss = F::cross_entropy(fc(x), y);
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-      std::lock_guard<std::mutex> g(m);
-      kept.push_back(loss.detach());
-    }
-    eng.synchronize();
-  }
+  train_sgd(Mode::CoExecution, steps, [&](const Tensor& loss) {
+    std::lock_guard<std::mutex> g(m);
+    kept.push_back(loss.detach());
+  });
   done = true;
   reader.join();
   for (size_t i = 0; i < size_t(steps); ++i) EXPECT_EQ(seen[i], eager_losses[i]) << "step " << i;

@@ -536,10 +536,10 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       if (set.size() > 1) phi_[i] = uint32_t(idx);
       if (set[size_t(idx)].kind != trace::Source::Op) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
-        if (sp && !t->has_data() && sp->settled.defined())
-          feeds_[i] = FeedValue{sp->settled, nullptr, 0};
-        else if (sp && !t->has_data())  // shares the placeholder's ownership: its slot keeps the values
-          feeds_[i] = FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->cell), sp->out};
+        if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
+          feeds_[i] = sp->settled.defined()
+                          ? FeedValue{sp->settled, nullptr, 0}
+                          : FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->cell), sp->out};
         else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
       }
