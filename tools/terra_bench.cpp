@@ -13,7 +13,10 @@
 //   prime: max(W, 1) steps, untimed (process warm-up: thread pools, oneDNN primitive caches);
 //   full:  N steps, timed from Engine construction to synchronize() -> total_s;
 //   head:  W steps, timed the same way (skipped when W = 0);
-//   with --repeat R, R (full, head) pairs; steps/s is the median of the R rates.
+//   with --repeat R, R rounds: every mode of a program runs once per round, each in its own child,
+//   modes back to back, so a slow stretch of a shared machine hits the modes of a round alike.
+//   steps/s is the median of the R rates; a mode's speedup is the median over rounds of that round's
+//   ratio to eager (paired, so drift between rounds cancels). Every round's losses must be equal.
 // steady-state steps/s = (N - W) / (total_s(full) - total_s(head)): the steps after warm-up, with
 // setup (model, data) and whatever tracing happens in the first W steps subtracted. total_s is the
 // whole N-step run including setup and all tracing. The runs are deterministic, so the first W
@@ -52,7 +55,7 @@ struct Options {
   bool quick = false;
   uint64_t seed = 0;
   int timeout_s = 600;
-  int repeat = 1;  // timed (full, head) pairs per run; steps/s is their median
+  int repeat = 1;  // rounds of child runs per program (modes interleaved); steps/s is the median
   int threads = 0;  // --threads: terra::set_num_threads in parent and children
   bool threads_set = false;
   std::string child;  // "program:mode" in the child process
@@ -180,6 +183,7 @@ struct Row {
   double steps_per_s = NAN, speedup = NAN;
   double sps_min = NAN, sps_max = NAN;  // over the --repeat pairs
   std::vector<double> reps;             // full_s, head_s, full_s, head_s, ...
+  std::vector<double> rates;            // steps/s of each round (NAN: no rate that round)
   long long steps = 0, traces = 0, fallbacks = 0, graphs = 0, lazy_hits = 0, lazy_misses = 0;
   double host_busy = 0, host_stall = 0, runner_busy = 0, runner_stall = 0;
   std::vector<double> losses, prefix;
@@ -218,7 +222,7 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
   r.mode = mode;
   std::string cmd = "timeout " + std::to_string(o.timeout_s) + " " + shell_quote(exe_path()) + " --child " +
                     shell_quote(program + ":" + mode) + " --steps " + std::to_string(o.steps) + " --warmup " +
-                    std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + " --repeat " + std::to_string(o.repeat) + (o.quick ? " --quick" : "") +
+                    std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + " --repeat 1" + (o.quick ? " --quick" : "") +
                     " --threads " + std::to_string(num_threads()) + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) {
@@ -278,19 +282,53 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
     return r;
   }
   int steady = o.steps - o.warmup;
-  std::vector<double> rates;
   for (size_t i = 0; i + 1 < r.reps.size(); i += 2) {
     double dt = r.reps[i] - (o.warmup > 0 ? r.reps[i + 1] : 0.0);
-    rates.push_back(steady > 0 && dt > 0 ? steady / dt : NAN);
-  }
-  std::sort(rates.begin(), rates.end());
-  if (!rates.empty()) {
-    size_t n = rates.size();
-    r.steps_per_s = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
-    r.sps_min = rates.front();
-    r.sps_max = rates.back();
+    r.rates.push_back(steady > 0 && dt > 0 ? steady / dt : NAN);
   }
   return r;
+}
+
+double median_of(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// steps/s from the rounds' rates: their median, and their range.
+void summarize_rates(Row& r) {
+  r.steps_per_s = median_of(r.rates);
+  r.sps_min = r.sps_max = NAN;
+  for (double x : r.rates)
+    if (std::isfinite(x)) {
+      r.sps_min = std::isnan(r.sps_min) ? x : std::min(r.sps_min, x);
+      r.sps_max = std::isnan(r.sps_max) ? x : std::max(r.sps_max, x);
+    }
+}
+
+// a's rate over b's, round by round (the two ran back to back), then the median of those ratios.
+double paired_ratio(const Row& a, const Row& b) {
+  std::vector<double> q;
+  for (size_t i = 0; i < a.rates.size() && i < b.rates.size(); ++i) q.push_back(a.rates[i] / b.rates[i]);
+  return median_of(q);
+}
+
+// A later round's child run folded into the first round's row: its rate, and its losses, which
+// must be the first round's (the runs are deterministic across processes too).
+void add_round(Row& row, const Row& later) {
+  if (!row.ok) return;
+  if (!later.ok) {
+    row.ok = false;
+    row.error = "a later round failed: " + later.error;
+    return;
+  }
+  row.rates.insert(row.rates.end(), later.rates.begin(), later.rates.end());
+  if (later.losses != row.losses && row.check != "DIFF") {
+    row.check = "DIFF";
+    row.error = "not deterministic: a later round's losses differ from the first round's";
+  }
 }
 
 // The W-step runs must reproduce the first W steps of the N-step run (determinism within a mode).
@@ -469,7 +507,7 @@ int run_parent(Options& o) {
 
   std::printf("terra-bench: %zu programs x %zu modes, %d steps (%d warm-up), seed %llu%s, %d timed repetition%s\n",
               names.size(), modes.size(), o.steps, o.warmup, (unsigned long long)o.seed, o.quick ? ", quick sizes" : "",
-              o.repeat, o.repeat == 1 ? "" : "s (steps/s = median)");
+              o.repeat, o.repeat == 1 ? "" : "s (modes interleaved per round; steps/s = median, speedup = median of paired ratios)");
   std::printf("  threads: %d (terra::num_threads(); OMP_NUM_THREADS=%s, %u hardware threads)\n", num_threads(),
               env_or("OMP_NUM_THREADS", "unset"), std::thread::hardware_concurrency());
   std::printf("  steps/s = steady state over the %d steps after warm-up: (N-W) / (wall of the N-step run - wall of\n"
@@ -480,40 +518,51 @@ int run_parent(Options& o) {
   std::fflush(stdout);
 
   std::vector<Row> rows;
-  size_t total = names.size() * modes.size(), k = 0;
+  const size_t total = names.size() * modes.size();
   for (auto& name : names) {
-    size_t first = rows.size();
-    bool have_eager = false;  // rows[first] (an index: rows grows)
-    for (auto& mode : modes) {
-      ++k;
-      std::printf("[%zu/%zu] %s %s ... ", k, total, name.c_str(), mode.c_str());
-      std::fflush(stdout);
-      Row r = run_one(o, name, mode);
-      if (r.ok) check_prefix(r, o);
-      rows.push_back(r);
-      Row& row = rows.back();
-      if (mode == eager_name) {
-        have_eager = true;
-        if (row.check != "DIFF" && row.ok) row.check = "ref";
-      } else if (have_eager) {
-        check_against(row, rows[first]);
+    const size_t first = rows.size();  // eager's row (modes[0]); the program's rows follow it
+    // Round 1 makes the rows (Stats, losses, checks); later rounds add one rate per mode each.
+    for (int round = 0; round < o.repeat; ++round) {
+      for (size_t m = 0; m < modes.size(); ++m) {
+        const std::string& mode = modes[m];
+        std::printf("[%zu/%zu] %s %s%s ... ", first + m + 1, total, name.c_str(),
+                    mode.c_str(), o.repeat > 1 ? (" round " + std::to_string(round + 1) + "/" + std::to_string(o.repeat)).c_str() : "");
+        std::fflush(stdout);
+        Row r = run_one(o, name, mode);
+        if (r.ok) check_prefix(r, o);
+        if (round > 0) {
+          add_round(rows[first + m], r);
+        } else {
+          rows.push_back(r);
+          Row& row = rows.back();
+          if (mode == eager_name) {
+            if (row.check != "DIFF" && row.ok) row.check = "ref";
+          } else {
+            check_against(row, rows[first]);
+          }
+        }
+        const Row& row = rows[first + m];
+        if (r.ok && row.ok)
+          std::printf("%.2f steps/s (total %.2f s, %lld traces, %lld fallbacks) %s%s\n", r.rates.empty() ? NAN : r.rates[0],
+                      r.full_s, r.traces, r.fallbacks, row.check.c_str(), row.check == "DIFF" ? (": " + row.error).c_str() : "");
+        else
+          std::printf("FAILED: %s\n", (r.ok ? row.error : r.error).c_str());
+        std::fflush(stdout);
       }
-      if (row.ok)
-        std::printf("%.2f steps/s%s (total %.2f s, %lld traces, %lld fallbacks) %s%s\n", row.steps_per_s,
-                    o.repeat > 1 ? (" [" + fmt("%.2f", row.sps_min) + ".." + fmt("%.2f", row.sps_max) + "]").c_str() : "",
-                    row.full_s, row.traces, row.fallbacks, row.check.c_str(),
-                    row.check == "DIFF" ? (": " + row.error).c_str() : "");
-      else
-        std::printf("FAILED: %s\n", row.error.c_str());
-      std::fflush(stdout);
     }
     for (size_t i = first; i < rows.size(); ++i) {
+      Row& row = rows[i];
+      summarize_rates(row);
       const Row& eager = rows[first];
-      if (have_eager && eager.ok && rows[i].ok) rows[i].speedup = rows[i].steps_per_s / eager.steps_per_s;
+      if (eager.ok && row.ok) row.speedup = i == first ? 1.0 : paired_ratio(row, eager);
+      if (o.repeat > 1 && row.ok)
+        std::printf("  %s %s: %.2f steps/s [%s..%s], %sx eager (median of the rounds' ratios)\n", name.c_str(),
+                    row.mode.c_str(), row.steps_per_s, fmt("%.2f", row.sps_min).c_str(), fmt("%.2f", row.sps_max).c_str(),
+                    fmt("%.2f", row.speedup).c_str());
       auto te = torch_eager.find(name);
-      if (te != torch_eager.end()) rows[i].torch_eager = te->second;
+      if (te != torch_eager.end()) row.torch_eager = te->second;
       auto tj = torch_jit.find(name);
-      if (tj != torch_jit.end()) rows[i].torch_jit = tj->second;
+      if (tj != torch_jit.end()) row.torch_jit = tj->second;
     }
   }
 
@@ -590,8 +639,9 @@ int run_parent(Options& o) {
         if (r.mode == co_name) co = &r;
       }
       double l = lz ? lz->steps_per_s : NAN, c = co ? co->steps_per_s : NAN;
-      ratios.push_back(c / l);
-      t.push_back({name, fmt("%.2f", l), fmt("%.2f", c), fmt("%.2fx", c / l),
+      double q = lz && co ? paired_ratio(*co, *lz) : NAN;  // round by round, like the speedups
+      ratios.push_back(q);
+      t.push_back({name, fmt("%.2f", l), fmt("%.2f", c), fmt("%.2fx", q),
                    lz ? std::to_string(lz->lazy_misses) + "/" + std::to_string(lz->lazy_hits + lz->lazy_misses) : "-"});
     }
     t.push_back({"geomean", "", "", fmt("%.2fx", geomean(ratios)), ""});

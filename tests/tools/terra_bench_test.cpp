@@ -1,6 +1,6 @@
 // terra-bench end to end: runs the binary (built next to terra_tests, target terra-bench) with
 // --quick on two programs in all three modes and checks its CSV: the columns, one row per
-// program x mode, eager as the reference, and the exact loss check. Skipped when the binary was
+// program x mode, eager as the reference, and the exact loss check; then --repeat's rounds. Skipped when the binary was
 // not built (e.g. `ninja terra_tests` only).
 #include <gtest/gtest.h>
 
@@ -95,6 +95,47 @@ TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
       EXPECT_EQ(r[col["traces"]], "0");
     }
   }
+}
+
+// --repeat R: rounds with the modes interleaved, each mode a child per round; the row's steps/s is
+// the median of its rounds and lies within the reported range, eager's paired speedup is exactly 1,
+// and every round's losses passed the exact check.
+TEST(TerraBench, RepeatRunsInterleavedRounds) {
+  std::string bin = bench_binary();
+  if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
+  std::string csv = testing::TempDir() + "terra_bench_rounds_" + std::to_string(getpid()) + ".csv";
+  std::string out;
+  int code = run("'" + bin + "' --programs dcgan --modes eager,coexec --steps 4 --warmup 0 --quick --repeat 3 "
+                 "--timeout 120 --csv '" + csv + "'", &out);
+  ASSERT_EQ(code, 0) << out;
+  // Round by round: eager then coexec, three times, in that order.
+  size_t at = 0;
+  for (const char* line : {"dcgan eager round 1/3", "dcgan coexec round 1/3", "dcgan eager round 2/3",
+                           "dcgan coexec round 2/3", "dcgan eager round 3/3", "dcgan coexec round 3/3"}) {
+    size_t next = out.find(line, at);
+    ASSERT_NE(next, std::string::npos) << line << " after offset " << at << " in:\n" << out;
+    at = next;
+  }
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << csv;
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> head = split_csv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < head.size(); ++i) col[head[i]] = i;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) rows.push_back(split_csv(line));
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r[col["repeat"]], "3");
+    double sps = std::stod(r[col["steps_per_s"]]);
+    EXPECT_LE(std::stod(r[col["steps_per_s_min"]]), sps);
+    EXPECT_GE(std::stod(r[col["steps_per_s_max"]]), sps);
+    EXPECT_GT(std::stod(r[col["speedup_vs_eager"]]), 0.0);
+  }
+  EXPECT_EQ(rows[0][col["speedup_vs_eager"]], "1");
+  EXPECT_EQ(rows[0][col["loss_check"]], "ref");
+  EXPECT_EQ(rows[1][col["loss_check"]], "exact");
 }
 
 TEST(TerraBench, RejectsUnknownProgram) {
