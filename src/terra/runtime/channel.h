@@ -71,9 +71,11 @@ struct StepState {
   std::mutex mu;
   std::condition_variable cv;
   SpinLock cells_mu;  // guards the slots' states and values, dead_, and (with mu) error/error_pos
-  std::atomic<uint64_t> done{0};                   // op instances the runner finished
-  std::atomic<uint64_t> abort_at{~0ull};           // stop once `done` reaches this (fallback)
-  std::atomic<uint64_t> host_pos{0};  // ops the host validated so far (in-place writes wait for it)
+  // The runner writes `done` after every op and the host writes `host_pos` after every call: each
+  // on its own cache line, so neither store takes the line from the other core's reads.
+  alignas(64) std::atomic<uint64_t> done{0};       // op instances the runner finished
+  alignas(64) std::atomic<uint64_t> host_pos{0};   // ops the host validated so far (in-place writes wait for it)
+  alignas(64) std::atomic<uint64_t> abort_at{~0ull};  // stop once `done` reaches this (fallback)
   std::atomic<uint64_t> host_waits_for{~0ull};     // the runner notifies once `done` reaches it
   // The runner's channel, woken when the host starts waiting: a runner holding validated ops of a
   // fused segment while it waits for the rest runs them at once. Used under `mu` while !finished.
@@ -236,11 +238,11 @@ class Channel {
   uint32_t head_idx_ = 0;
   uint64_t popped_ = 0;
   // shared
-  alignas(64) std::atomic<uint64_t> pushed_{0};
+  alignas(64) std::atomic<uint64_t> pushed_{0};  // written per message by the producer
   std::atomic<uint32_t> wake_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<Block*> spare_{nullptr};  // one consumed block handed back for reuse
-  std::atomic<double> waited_s_{0};     // consumer-side blocking time (written by the runner only)
+  std::atomic<double> waited_s_{0};  // consumer-side blocking time (written by the runner only)
 };
 
 }  // namespace terra::runtime
