@@ -5,19 +5,59 @@
 #include "terra/core/wait.h"
 
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace terra::runtime {
 
+namespace {
+// Chunks of slots of ended steps, reused by later ones: a slot keeps its values' capacity, so the
+// runner's store of an op's outputs allocates nothing in steady state (and no chunk is made per step).
+struct ChunkPool {
+  static constexpr size_t kMax = 64;  // chunks kept (the steps in flight need a few each)
+  std::mutex mu;
+  std::vector<CellSlot*> free;
+  ~ChunkPool() {
+    for (CellSlot* c : free) delete[] c;
+  }
+};
+ChunkPool& chunk_pool() {
+  static ChunkPool* p = new ChunkPool;  // leaked: steps may end during static destruction
+  return *p;
+}
+}  // namespace
+
 StepState::~StepState() {
   live_.fetch_sub(1, std::memory_order_relaxed);
-  for (CellSlot* c : chunks_) delete[] c;
+  ChunkPool& pool = chunk_pool();
+  for (CellSlot* c : chunks_) {
+    for (uint64_t i = 0; i < kChunk; ++i) {  // as new: no value, no error, no reference
+      c[i].cell.values.clear();
+      c[i].cell.error = nullptr;
+      c[i].refs.store(0, std::memory_order_relaxed);
+      c[i].state = CellSlot::Untouched;
+    }
+    std::lock_guard<std::mutex> g(pool.mu);
+    if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
+    else delete[] c;
+  }
 }
 
 CellSlot& StepState::slot(uint64_t p) {
-  while (chunks_.size() <= p / kChunk) chunks_.push_back(new CellSlot[kChunk]);
+  while (chunks_.size() <= p / kChunk) {
+    CellSlot* c = nullptr;
+    {
+      ChunkPool& pool = chunk_pool();
+      std::lock_guard<std::mutex> g(pool.mu);
+      if (!pool.free.empty()) {
+        c = pool.free.back();
+        pool.free.pop_back();
+      }
+    }
+    chunks_.push_back(c ? c : new CellSlot[kChunk]);
+  }
   return chunks_[p / kChunk][p % kChunk];
 }
 
@@ -36,18 +76,20 @@ CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
 }
 
 void StepState::host_drop(CellSlot& s) {
-  std::vector<Tensor> values;  // freed outside the lock
   {
     std::lock_guard<SpinLock> g(cells_mu);
     s.state = CellSlot::Dead;
     if (s.cell.values.empty()) return;
-    if (host_frees_) values.swap(s.cell.values);
-    else dead_.push_back(&s);
+    if (!host_frees_) {
+      dead_.push_back(&s);
+      return;
+    }
   }
+  s.cell.values.clear();  // outside the lock: dead, and the runner is done with the step
 }
 
 void StepState::free_dead(std::vector<CellSlot*>& dead) {
-  for (CellSlot* s : dead) s->cell.values = {};  // dead: no other thread touches it again
+  for (CellSlot* s : dead) s->cell.values.clear();  // dead: no other thread touches it again (capacity kept)
   dead.clear();
 }
 
