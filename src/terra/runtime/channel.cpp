@@ -19,9 +19,6 @@ struct ChunkPool {
   static constexpr size_t kMax = 64;  // chunks kept (the steps in flight need a few each)
   std::mutex mu;
   std::vector<CellSlot*> free;
-  ~ChunkPool() {
-    for (CellSlot* c : free) delete[] c;
-  }
 };
 ChunkPool& chunk_pool() {
   static ChunkPool* p = new ChunkPool;  // leaked: steps may end during static destruction
