@@ -51,6 +51,24 @@ int run(const std::string& cmd, std::string* out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// terra-bench's CSV: the header's column indices and the rows.
+struct Csv {
+  std::map<std::string, size_t> col;
+  std::vector<std::vector<std::string>> rows;
+  std::string header;
+};
+
+Csv read_csv(const std::string& path) {
+  Csv c;
+  std::ifstream in(path);
+  if (!in) return c;
+  std::getline(in, c.header);
+  std::vector<std::string> head = split_csv(c.header);
+  for (size_t i = 0; i < head.size(); ++i) c.col[head[i]] = i;
+  for (std::string line; std::getline(in, line);) c.rows.push_back(split_csv(line));
+  return c;
+}
+
 TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
   std::string bin = bench_binary();
   if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
@@ -67,23 +85,19 @@ TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
   EXPECT_NE(out.find("[6/6] gpt2 coexec"), std::string::npos) << out;
   EXPECT_NE(out.find("lazy vs co-execution"), std::string::npos) << out;
 
-  std::ifstream in(csv);
-  ASSERT_TRUE(in) << csv;
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> head = split_csv(line);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < head.size(); ++i) col[head[i]] = i;
-  for (const char* c : {"program", "mode", "steps_per_s", "speedup_vs_eager", "traces", "fallbacks", "final_loss",
-                        "loss_check", "total_s", "host_busy_s", "runner_busy_s"})
-    ASSERT_TRUE(col.count(c)) << "missing column " << c << " in: " << line;
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(in, line)) rows.push_back(split_csv(line));
+  Csv c = read_csv(csv);
+  ASSERT_FALSE(c.header.empty()) << csv;
+  auto& col = c.col;
+  const auto& rows = c.rows;
+  const size_t columns = col.size();
+  for (const char* name : {"program", "mode", "steps_per_s", "speedup_vs_eager", "traces", "fallbacks", "final_loss",
+                           "loss_check", "total_s", "host_busy_s", "runner_busy_s"})
+    ASSERT_TRUE(col.count(name)) << "missing column " << name << " in: " << c.header;
   ASSERT_EQ(rows.size(), 6u);
   const char* modes[] = {"eager", "lazy", "coexec"};
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    ASSERT_EQ(r.size(), head.size());
+    ASSERT_EQ(r.size(), columns);
     EXPECT_EQ(r[col["program"]], i < 3 ? "resnet" : "gpt2");
     EXPECT_EQ(r[col["mode"]], modes[i % 3]);
     EXPECT_GT(std::stod(r[col["steps_per_s"]]), 0.0);
@@ -116,15 +130,10 @@ TEST(TerraBench, RepeatRunsInterleavedRounds) {
     ASSERT_NE(next, std::string::npos) << line << " after offset " << at << " in:\n" << out;
     at = next;
   }
-  std::ifstream in(csv);
-  ASSERT_TRUE(in) << csv;
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> head = split_csv(line);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < head.size(); ++i) col[head[i]] = i;
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(in, line)) rows.push_back(split_csv(line));
+  Csv c = read_csv(csv);
+  ASSERT_FALSE(c.header.empty()) << csv;
+  auto& col = c.col;
+  const auto& rows = c.rows;
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& r : rows) {
     EXPECT_EQ(r[col["repeat"]], "3");
