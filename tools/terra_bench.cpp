@@ -325,7 +325,11 @@ void add_round(Row& row, const Row& later) {
     return;
   }
   row.rates.insert(row.rates.end(), later.rates.begin(), later.rates.end());
-  if (later.losses != row.losses && row.check != "DIFF") {
+  if (row.check == "DIFF") return;
+  if (later.check == "DIFF") {  // its own prefix check (check_prefix) failed
+    row.check = "DIFF";
+    row.error = "in a later round, " + later.error;
+  } else if (later.losses != row.losses) {
     row.check = "DIFF";
     row.error = "not deterministic: a later round's losses differ from the first round's";
   }

@@ -5,9 +5,9 @@
 #include "terra/core/wait.h"
 
 #include <chrono>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 namespace terra::runtime {
