@@ -7,10 +7,13 @@ docs/terra-bench.md), with the same table, CSV columns and timing definition.
 
 Each program x mode runs in a fresh child process (this module re-run with --child) under a timeout, so a
 crash or deadlock fails that row only. In the child, as terra-bench: a prime run of max(W, 1) steps
-(untimed: process warm-up), then per repetition a full run of N steps and a head run of W steps, each
-timed from run() entry (Engine construction, model and data setup) to engine.synchronize(); steady-state
-steps/s = (N - W) / (full - head), the median over --repeat repetitions. The check column compares every
-step's loss with eager's exactly (==, tolerance 0); exit status 1 if any differs or a run failed.
+(untimed: process warm-up), then a full run of N steps and a head run of W steps, each timed from run()
+entry (Engine construction, model and data setup) to engine.synchronize(); steady-state steps/s =
+(N - W) / (full - head). --repeat R runs R rounds, and each round runs every mode of a program once, one
+child each, back to back: steps/s is the median over the rounds, and a mode's speedup is the median of
+the rounds' paired ratios to eager, so a slow or fast stretch of a shared machine hits the modes it
+compares alike (as terra-bench --repeat). The check column compares every step's loss with eager's exactly
+(==, tolerance 0), and every later round's with the first's; exit status 1 if any differs or a run failed.
 
 PyTorch rows: bench/torch_programs.py (the same ten in PyTorch; found next to the checkout this package
 was built from, or --torch-script PATH), run with torch.set_num_threads(the same thread count) at torch's
@@ -50,7 +53,8 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, default=None, help="steps per run (default 60; --quick: 40)")
     ap.add_argument("--warmup", type=int, default=None, help="steps not timed (default 15; --quick: 10; at "
                     "most steps/4 when --steps is given alone)")
-    ap.add_argument("--repeat", type=int, default=3, help="timed (full, head) pairs; steps/s is their median")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="rounds, modes interleaved in each; steps/s and speedups are medians over them")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="the programs' quick sizes")
     ap.add_argument("--threads", type=int, default=0, help="terra.set_num_threads and torch's (default: "
@@ -130,7 +134,7 @@ def run_one(args, name, mode, threads):
     row = dict(program=name, mode=mode, ok=False, error="", check="n/a", speedup=math.nan, torch_eager=math.nan,
                torch_final_loss=math.nan)
     cmd = [sys.executable, "-m", "terra.bench", "--child", f"{name}:{mode}", "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--seed", str(args.seed), "--repeat", str(args.repeat),
+           "--warmup", str(args.warmup), "--seed", str(args.seed), "--repeat", "1",  # one round per child
            "--threads", str(threads)] + (["--quick"] if args.quick else [])
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(),
@@ -153,10 +157,42 @@ def run_one(args, name, mode, threads):
     steady = args.steps - args.warmup
     # A pair whose head run took as long as the full run (timer noise on tiny runs) gives no rate.
     rates = sorted(steady / (f - h) for f, h in row["reps"] if f > h) or [math.nan]
-    row["steps_per_s"] = statistics.median(rates)
-    row["sps_min"], row["sps_max"] = rates[0], rates[-1]
+    row["rates"] = [statistics.median(rates)]  # one per round (add_round appends)
+    summarize_rates(row)
     check_prefix(row, args)
     return row
+
+
+def summarize_rates(row):
+    """steps/s: the median of the rounds' rates; their spread as min and max."""
+    rates = sorted(v for v in row["rates"] if math.isfinite(v)) or [math.nan]
+    row["steps_per_s"] = statistics.median(rates)
+    row["sps_min"], row["sps_max"] = rates[0], rates[-1]
+
+
+def add_round(row, later):
+    """Folds a later round's run of the same program and mode into `row` (the first round's): its rate,
+    or its failure; its losses must equal the first round's (the runs are deterministic)."""
+    if not row["ok"]:
+        return
+    if not later["ok"]:
+        row.update(ok=False, error=later["error"])
+        return
+    row["rates"].append(later["rates"][0])
+    summarize_rates(row)
+    if row["check"] != "DIFF" and later["check"] == "DIFF":  # its own prefix check failed
+        row.update(check="DIFF", error=later["error"])
+    elif row["check"] != "DIFF" and later["losses"] != row["losses"]:
+        step = next(i for i, (a, b) in enumerate(zip(later["losses"], row["losses"])) if not a == b)
+        row.update(check="DIFF", error=f"not deterministic: round {len(row['rates'])}'s step {step} loss "
+                                       f"{later['losses'][step]!r} != the first round's {row['losses'][step]!r}")
+
+
+def paired_speedup(row, eager):
+    """The median over rounds of row's rate / eager's rate in the same round."""
+    ratios = sorted(a / b for a, b in zip(row["rates"], eager["rates"])
+                    if math.isfinite(a) and math.isfinite(b) and b > 0)
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def check_prefix(row, args):
@@ -297,7 +333,7 @@ def geomean(values):
 
 def report(args, rows, torch, threads):
     with_torch = bool(torch)
-    print("\n== steps/s per program and mode (steady state; speedup = steps/s / terra eager's)")
+    print("\n== steps/s per program and mode (steady state; speedup = vs terra eager's, paired by round)")
     head = ["program", "mode", "steps/s", "speedup", "total_s", "traces", "fallbacks", "graphs", "final_loss",
             "check"] + (["torch_eager", "terra/torch", "torch_loss"] if with_torch else [])
     table = []
@@ -341,7 +377,7 @@ def report(args, rows, torch, threads):
             lz = next((r for r in rows if r["program"] == name and r["mode"] == "lazy" and r["ok"]), None)
             c = next((r for r in rows if r["program"] == name and r["mode"] == "coexec" and r["ok"]), None)
             lv, cv = lz["steps_per_s"] if lz else math.nan, c["steps_per_s"] if c else math.nan
-            ratios.append(cv / lv if lv == lv and lv else math.nan)
+            ratios.append(paired_speedup(c, lz) if lz and c else math.nan)
             compiles = (f"{lz['stats']['lazy_cache_misses']}/"
                         f"{lz['stats']['lazy_cache_hits'] + lz['stats']['lazy_cache_misses']}") if lz else "-"
             t.append([name, fmt("%.2f", lv), fmt("%.2f", cv), fmt("%.2fx", ratios[-1]), compiles])
@@ -384,43 +420,48 @@ def main(argv=None):
         terra.set_num_threads(args.threads)
     threads = terra.get_num_threads()
     print(f"python3 -m terra.bench: {len(args.names)} programs x {len(args.mode_list)} modes, {args.steps} steps "
-          f"({args.warmup} warm-up), seed {args.seed}{', quick sizes' if args.quick else ''}, {args.repeat} timed "
-          f"repetition{'' if args.repeat == 1 else 's (steps/s = median)'}")
+          f"({args.warmup} warm-up), seed {args.seed}{', quick sizes' if args.quick else ''}, {args.repeat} "
+          f"round{'' if args.repeat == 1 else 's, modes interleaved (steps/s and speedup = medians over rounds)'}")
     print(f"  python {sys.version.split()[0]} ({sys.executable}); threads: {threads} (terra.get_num_threads(), "
           f"PyTorch the same; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"{os.cpu_count()} CPUs)")
     print(f"  steps/s = steady state over the {args.steps - args.warmup} steps after warm-up: (N-W) / (wall of the "
           "N-step run - wall of\n            the W-step run), fresh Engine per run, each program x mode in its own "
-          "process;\n  total_s = wall of the whole N-step run, including model/data setup and all tracing.\n"
+          "process;\n  speedup = the median over rounds of steps/s / terra eager's steps/s in the same round;\n"
+          "  total_s = wall of the whole N-step run, including model/data setup and all tracing.\n"
           "  check   = every step's loss equals eager's exactly (tolerance 0, bit-identical).", flush=True)
     t_start = time.perf_counter()
-    prog = Progress(len(args.names) * len(args.mode_list), args.no_progress)
+    prog = Progress(len(args.names) * len(args.mode_list) * args.repeat, args.no_progress)
     torch = {} if args.no_torch else run_torch(args, threads, prog.say)
     rows = []
     for name in args.names:
         first = len(rows)
-        for mode in args.mode_list:
-            what = f"{name} {mode}"
-            prog.start(what)
-            r = run_one(args, name, mode, threads)
-            if mode == "eager":
-                if r["ok"] and r["check"] != "DIFF":
-                    r["check"] = "ref"
-            else:
-                check_against(r, rows[first])
-            rows.append(r)
-            if r["ok"]:
-                spread = f" [{r['sps_min']:.2f}..{r['sps_max']:.2f}]" if args.repeat > 1 else ""
-                line = (f"{r['steps_per_s']:.2f} steps/s{spread} (total {r['full_s']:.2f} s, {r['stats']['traces']} "
-                        f"traces, {r['stats']['fallbacks']} fallbacks) {r['check']}"
-                        + (f": {r['error']}" if r["check"] == "DIFF" else ""))
-            else:
-                line = "FAILED: " + r["error"]
-            prog.done(what, line)
+        for rnd in range(args.repeat):
+            for k, mode in enumerate(args.mode_list):
+                what = f"{name} {mode}" + (f" (round {rnd + 1}/{args.repeat})" if args.repeat > 1 else "")
+                prog.start(what)
+                r = run_one(args, name, mode, threads)
+                if rnd > 0:
+                    add_round(rows[first + k], r)
+                elif mode == "eager":
+                    if r["ok"] and r["check"] != "DIFF":
+                        r["check"] = "ref"
+                else:
+                    check_against(r, rows[first])
+                if rnd == 0:
+                    rows.append(r)
+                row = rows[first + k]  # the program x mode row this round went into
+                if r["ok"]:
+                    line = (f"{r['steps_per_s']:.2f} steps/s (total {r['full_s']:.2f} s, {r['stats']['traces']} "
+                            f"traces, {r['stats']['fallbacks']} fallbacks) {row['check']}"
+                            + (f": {row['error']}" if row["check"] == "DIFF" else ""))
+                else:
+                    line = "FAILED: " + r["error"]
+                prog.done(what, line)
         eager = rows[first]
         for r in rows[first:]:
             if eager["ok"] and r["ok"]:
-                r["speedup"] = r["steps_per_s"] / eager["steps_per_s"]
+                r["speedup"] = paired_speedup(r, eager)
             if name in torch:
                 r["torch_eager"], r["torch_final_loss"] = torch[name]
     prog.close()

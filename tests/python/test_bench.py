@@ -57,6 +57,39 @@ class BenchTest(unittest.TestCase):
         self.assertIn("[2/2] dcgan eager ... FAILED", p.stdout)
         self.assertIn("terra.bench: 2 of 2 runs failed or differ from eager", p.stdout)
 
+    def test_rounds_interleave_the_modes(self):
+        # --repeat 3: three rounds, each running eager then coexec once; eager's speedup is exactly 1.
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "r.csv")
+            p = bench("--quick", "--programs", "gpt2", "--modes", "coexec", "--steps", "6", "--warmup", "2",
+                      "--repeat", "3", "--csv", out)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            order = [ln.split(" ... ")[0] for ln in p.stdout.splitlines() if ln.startswith("[")]
+            self.assertEqual(order, [f"[{2 * r + k + 1}/6] gpt2 {m} (round {r + 1}/3)"
+                                     for r in range(3) for k, m in enumerate(("eager", "coexec"))])
+            with open(out, newline="") as f:
+                rows = {r["mode"]: r for r in csv.DictReader(f)}
+        self.assertEqual(float(rows["eager"]["speedup_vs_eager"]), 1.0)
+        self.assertEqual(rows["coexec"]["loss_check"], "exact")
+        self.assertEqual(rows["coexec"]["repeat"], "3")
+
+    def test_paired_speedup_and_rounds(self):
+        from terra import bench as b
+        eager = dict(ok=True, check="ref", error="", rates=[100.0, 50.0, 200.0], losses=[1.0, 2.0])
+        mode = dict(ok=True, check="exact", error="", rates=[110.0, 60.0, 180.0], losses=[1.0, 2.0])
+        # Ratios per round 1.1, 1.2, 0.9: their median, not the ratio of the medians (110 / 100).
+        self.assertAlmostEqual(b.paired_speedup(mode, eager), 1.1)
+        self.assertAlmostEqual(b.paired_speedup(dict(rates=[120.0, 60.0, 180.0]), eager), 1.2)
+        row = dict(ok=True, check="exact", error="", rates=[10.0], losses=[1.0, 2.0])
+        b.add_round(row, dict(ok=True, check="n/a", error="", rates=[30.0], losses=[1.0, 2.0]))
+        b.add_round(row, dict(ok=True, check="n/a", error="", rates=[20.0], losses=[1.0, 2.0]))
+        self.assertEqual((row["steps_per_s"], row["sps_min"], row["sps_max"], row["check"]), (20.0, 10.0, 30.0, "exact"))
+        b.add_round(row, dict(ok=True, check="n/a", error="", rates=[20.0], losses=[1.0, 2.5]))
+        self.assertEqual(row["check"], "DIFF")
+        self.assertIn("round 4's step 1 loss 2.5", row["error"])
+        b.add_round(row, dict(ok=False, error="child exited with status 3"))
+        self.assertFalse(row["ok"])
+
     def test_bad_arguments(self):
         p = bench("--programs", "no_such_program")
         self.assertEqual(p.returncode, 2)
