@@ -155,9 +155,9 @@ def run_one(args, name, mode, threads):
         row.update(ok=False, error=f"expected {args.steps} losses, got {len(row['losses'])}")
         return row
     steady = args.steps - args.warmup
-    # A pair whose head run took as long as the full run (timer noise on tiny runs) gives no rate.
-    rates = sorted(steady / (f - h) for f, h in row["reps"] if f > h) or [math.nan]
-    row["rates"] = [statistics.median(rates)]  # one per round (add_round appends)
+    # One rate per (full, head) pair: this round's (add_round appends later rounds'). A pair whose head
+    # run took as long as the full run (timer noise on tiny runs) gives no rate.
+    row["rates"] = [steady / (f - h) if f > h else math.nan for f, h in row["reps"]]
     summarize_rates(row)
     check_prefix(row, args)
     return row
