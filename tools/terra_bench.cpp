@@ -522,14 +522,15 @@ int run_parent(Options& o) {
   std::fflush(stdout);
 
   std::vector<Row> rows;
-  const size_t total = names.size() * modes.size();
+  const size_t total = names.size() * modes.size() * size_t(o.repeat);  // child runs
+  size_t k = 0;
   for (auto& name : names) {
     const size_t first = rows.size();  // eager's row (modes[0]); the program's rows follow it
     // Round 1 makes the rows (Stats, losses, checks); later rounds add one rate per mode each.
     for (int round = 0; round < o.repeat; ++round) {
       for (size_t m = 0; m < modes.size(); ++m) {
         const std::string& mode = modes[m];
-        std::printf("[%zu/%zu] %s %s%s ... ", first + m + 1, total, name.c_str(),
+        std::printf("[%zu/%zu] %s %s%s ... ", ++k, total, name.c_str(),
                     mode.c_str(), o.repeat > 1 ? (" round " + std::to_string(round + 1) + "/" + std::to_string(o.repeat)).c_str() : "");
         std::fflush(stdout);
         Row r = run_one(o, name, mode);
