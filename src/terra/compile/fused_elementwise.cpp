@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "terra/backend/cpu/parallel.h"
+#include "terra/core/object_pool.h"
 
 namespace terra::compile {
 
@@ -57,7 +58,7 @@ struct TileViews {
     views.resize(n);
     base.assign(n, -1);
     for (size_t s = 0; s < n; ++s) {
-      auto v = std::make_shared<TensorImpl>();
+      auto v = make_pooled<TensorImpl>();
       v->dtype = k.slot_dtype[s];
       const Tensor& t = slots[s];
       if (t.defined() && t.impl()->numel == 1 && k.numel != 1) {
@@ -71,7 +72,7 @@ struct TileViews {
           v->storage = t.impl()->storage;
           base[s] = t.impl()->offset;
         } else {
-          v->storage = std::make_shared<Storage>(size_t(kFusedTile) * itemsize(v->dtype));
+          v->storage = make_pooled<Storage>(size_t(kFusedTile) * itemsize(v->dtype));
         }
       }
       views[s] = Tensor(std::move(v));

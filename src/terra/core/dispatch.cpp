@@ -6,6 +6,7 @@
 
 #include "terra/autograd/grad_mode.h"
 #include "terra/autograd/node.h"
+#include "terra/core/object_pool.h"
 #include "terra/core/random.h"
 
 namespace terra {
@@ -98,7 +99,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
                                       "] in-place modification of a view of a tensor that requires grad is not "
                                       "supported; shape " + shape_str(self->shape));
       }
-      node = std::make_shared<autograd::Node>();
+      node = make_pooled<autograd::Node>();
       node->op = &op;
       node->attrs = attrs;
       node->rng = rng;

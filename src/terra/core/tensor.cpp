@@ -11,6 +11,7 @@
 #include "terra/autograd/node.h"
 #include "terra/core/dispatch.h"
 #include "terra/core/execute.h"
+#include "terra/core/object_pool.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/reduce.h"
@@ -87,14 +88,14 @@ void check_allocatable(const char* op, const Shape& shape, DType dtype) {
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
   check_shape(op, shape, itemsize(dtype));
   check_allocatable(op, shape, dtype);
-  auto t = std::make_shared<TensorImpl>();
+  auto t = make_pooled<TensorImpl>();
   t->numel = numel_of(op, shape);
   t->shape = shape;
   t->strides = contiguous_strides(shape);
   t->dtype = dtype;
   size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
   try {
-    t->storage = std::make_shared<Storage>(nbytes);
+    t->storage = make_pooled<Storage>(nbytes);
   } catch (const std::bad_alloc&) {
     throw OutOfMemory(cannot_allocate(op, nbytes, shape, dtype));
   }
@@ -114,14 +115,14 @@ std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t) {
     (reach < 0 ? lo : hi) += reach;
   }
   const size_t isz = itemsize(t.dtype), nbytes = size_t(hi - lo + 1) * isz;
-  auto c = std::make_shared<TensorImpl>();
+  auto c = make_pooled<TensorImpl>();
   c->shape = t.shape;
   c->strides = t.strides;
   c->offset = t.offset - lo;
   c->numel = t.numel;
   c->dtype = t.dtype;
   try {
-    c->storage = std::make_shared<Storage>(nbytes);
+    c->storage = make_pooled<Storage>(nbytes);
   } catch (const std::bad_alloc&) {
     throw OutOfMemory(cannot_allocate("snapshot", nbytes, t.shape, t.dtype));
   }
@@ -226,7 +227,7 @@ void Tensor::backward(const Tensor& gradient) const { autograd::run_backward(*th
 
 Tensor Tensor::detach() const {
   const TensorImpl& s = need(impl_.get(), "detach");
-  auto d = std::make_shared<TensorImpl>();
+  auto d = make_pooled<TensorImpl>();
   d->shape = s.shape;
   d->strides = s.strides;
   d->offset = s.offset;

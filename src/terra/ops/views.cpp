@@ -8,6 +8,7 @@
 
 #include "terra/backend/cpu/loops.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/object_pool.h"
 #include "terra/ops/reduce.h"
 
 namespace terra {
@@ -18,7 +19,7 @@ namespace {
 }
 
 Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
-  auto v = std::make_shared<TensorImpl>();
+  auto v = make_pooled<TensorImpl>();
   TensorImpl* src = in.impl();
   v->numel = numel_of(shape);
   v->shape = std::move(shape);

@@ -1,5 +1,6 @@
 #include "terra/runtime/coexec.h"
 
+#include "terra/core/object_pool.h"
 #include "terra/core/wait.h"
 #include "terra/runtime/placeholder.h"
 
@@ -572,7 +573,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
       const TensorImpl& v = *cell->values.at(k).impl();
-      auto t = std::make_shared<TensorImpl>();
+      auto t = make_pooled<TensorImpl>();
       t->numel = v.numel;
       t->shape = std::move(meta[k].shape);
       t->strides = v.strides;
@@ -583,7 +584,7 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     }
   } else {
     out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-      auto p = std::make_shared<SkelPending>(st_, slot, k, seq_);
+      auto p = make_pooled<SkelPending>(st_, slot, k, seq_);
       placeholders_.emplace_back(p);
       return p;
     });

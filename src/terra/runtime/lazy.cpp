@@ -4,6 +4,7 @@
 
 #include "terra/compile/passes.h"
 
+#include "terra/core/object_pool.h"
 #include "terra/core/random.h"
 
 #include <cstring>
@@ -49,7 +50,7 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
     if (op.has(kInplace)) barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, std::make_shared<ValueCell>(), {}};
+  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, make_pooled<ValueCell>(), {}};
   if (!meta.empty()) e.out = meta[0];
   e.refs.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
@@ -61,7 +62,7 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
   }
   int32_t idx = int32_t(pending_.size());
   std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-    return std::make_shared<LazyPending>(this, batch_, e.cell, k, idx);
+    return make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
   });
   pending_.push_back(std::move(e));
   return out;

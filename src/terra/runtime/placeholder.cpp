@@ -1,5 +1,7 @@
 #include "terra/runtime/placeholder.h"
 
+#include "terra/core/object_pool.h"
+
 namespace terra::runtime {
 
 std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
@@ -22,12 +24,12 @@ std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor>
   } else {
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
-      auto t = std::make_shared<TensorImpl>();
+      auto t = make_pooled<TensorImpl>();
       t->numel = numel_of(meta[k].shape);
       t->shape = std::move(meta[k].shape);
       t->strides = contiguous_strides(t->shape);
       t->dtype = meta[k].dtype;
-      t->storage = std::make_shared<Storage>();  // no data: carries the version counter
+      t->storage = make_pooled<Storage>();  // no data: carries the version counter
       t->pending = pending(k);
       out.emplace_back(std::move(t));
     }

@@ -8,6 +8,7 @@
 #include "terra/backend/cpu/dnnl_common.h"
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/matmul_kernels.h"
+#include "terra/core/object_pool.h"
 
 namespace terra::kernels {
 namespace {
@@ -207,7 +208,7 @@ void matmul(const KernelArgs& k) { matmul_into(k.in[0], k.in[1], *k.out[0].impl(
 void linear(const KernelArgs& k, bool relu) {
   // w^T as a strided view of w: the operand matmul(x, w.t()) was given, so the same sgemm calls.
   const TensorImpl& w = *k.in[1].impl();
-  auto wt = std::make_shared<TensorImpl>();
+  auto wt = make_pooled<TensorImpl>();
   wt->shape = {w.shape[1], w.shape[0]};
   wt->strides = {w.strides[1], w.strides[0]};
   wt->offset = w.offset;
