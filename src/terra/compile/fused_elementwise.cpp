@@ -43,38 +43,22 @@ std::string FusedKernel::describe() const {
   return "fused[" + std::to_string(numel) + "]: " + signature();
 }
 
-namespace {
-
 // One worker's views of the slots: full-size slots become [len] slices moved along tile by tile,
-// scalars stay 0-d, scratch slots own a tile-sized buffer.
+// scalars stay 0-d, scratch slots own a tile-sized buffer. Built once per worker and kernel, then
+// rebound to each run's slots.
 struct TileViews {
   std::vector<Tensor> views;
   std::vector<int64_t> base;  // full-size slots: the slot's own offset (-1: not full-size)
   std::vector<std::vector<Tensor>> ins;
   std::vector<Tensor> outs;
 
-  TileViews(const FusedKernel& k, std::span<const Tensor> slots) {
+  explicit TileViews(const FusedKernel& k) {
     const size_t n = k.slot_dtype.size();
     views.resize(n);
     base.assign(n, -1);
     for (size_t s = 0; s < n; ++s) {
       auto v = make_pooled<TensorImpl>();
       v->dtype = k.slot_dtype[s];
-      const Tensor& t = slots[s];
-      if (t.defined() && t.impl()->numel == 1 && k.numel != 1) {
-        v->numel = 1;
-        v->offset = t.impl()->offset;
-        v->storage = t.impl()->storage;
-      } else {
-        v->shape = {0};
-        v->strides = {1};
-        if (t.defined()) {
-          v->storage = t.impl()->storage;
-          base[s] = t.impl()->offset;
-        } else {
-          v->storage = make_pooled<Storage>(size_t(kFusedTile) * itemsize(v->dtype));
-        }
-      }
       views[s] = Tensor(std::move(v));
     }
     ins.resize(k.ops.size());
@@ -83,6 +67,37 @@ struct TileViews {
       for (uint32_t s : k.ops[i].in) ins[i].push_back(views[s]);
       outs[i] = views[k.ops[i].out];
     }
+  }
+
+  void bind(const FusedKernel& k, std::span<const Tensor> slots) {
+    for (size_t s = 0; s < views.size(); ++s) {
+      TensorImpl& v = *views[s].impl();
+      const Tensor& t = slots[s];
+      base[s] = -1;
+      if (t.defined() && t.impl()->numel == 1 && k.numel != 1) {
+        v.shape.clear();
+        v.strides.clear();
+        v.numel = 1;
+        v.offset = t.impl()->offset;
+        v.storage = t.impl()->storage;
+        continue;
+      }
+      v.shape = {0};
+      v.strides = {1};
+      v.numel = 0;
+      v.offset = 0;
+      if (t.defined()) {
+        v.storage = t.impl()->storage;
+        base[s] = t.impl()->offset;
+      } else if (!v.storage || v.storage->nbytes != size_t(kFusedTile) * itemsize(v.dtype) || v.storage.use_count() > 1) {
+        v.storage = make_pooled<Storage>(size_t(kFusedTile) * itemsize(v.dtype));  // scratch, kept
+      }
+    }
+  }
+
+  void release() {  // drops the run's tensors (kept scratch stays)
+    for (size_t s = 0; s < views.size(); ++s)
+      if (base[s] >= 0 || views[s].impl()->shape.empty()) views[s].impl()->storage.reset();
   }
 
   void at(int64_t begin, int64_t len) {
@@ -96,19 +111,45 @@ struct TileViews {
   }
 };
 
-}  // namespace
+TileViewsPool::TileViewsPool() = default;
+TileViewsPool::TileViewsPool(const TileViewsPool&) {}
+TileViewsPool& TileViewsPool::operator=(const TileViewsPool&) { return *this; }
+TileViewsPool::~TileViewsPool() = default;
+
+std::unique_ptr<TileViews> TileViewsPool::take() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (free_.empty()) return nullptr;
+  std::unique_ptr<TileViews> v = std::move(free_.back());
+  free_.pop_back();
+  return v;
+}
+
+void TileViewsPool::give(std::unique_ptr<TileViews> v) {
+  std::lock_guard<std::mutex> g(mu_);
+  free_.push_back(std::move(v));
+}
 
 void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
   for (const Tensor& t : slots)
     if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
-    TileViews tv(k, slots);
+    std::unique_ptr<TileViews> tv = k.views.take();
+    if (!tv) tv = std::make_unique<TileViews>(k);
+    tv->bind(k, slots);
+    struct Back {  // the views go back to the pool, their run's tensors dropped, even if a kernel throws
+      const FusedKernel& k;
+      std::unique_ptr<TileViews>& tv;
+      ~Back() {
+        tv->release();
+        k.views.give(std::move(tv));
+      }
+    } back{k, tv};
     for (int64_t t = b; t < e; t += kFusedTile) {
       const int64_t len = std::min(kFusedTile, e - t);
-      tv.at(t, len);
+      tv->at(t, len);
       for (size_t i = 0; i < k.ops.size(); ++i) {
-        std::span<Tensor> out(&tv.outs[i], 1);
-        k.ops[i].op->kernel(KernelArgs{tv.ins[i], out, *k.ops[i].attrs, PhiloxKey{}});
+        std::span<Tensor> out(&tv->outs[i], 1);
+        k.ops[i].op->kernel(KernelArgs{tv->ins[i], out, *k.ops[i].attrs, PhiloxKey{}});
       }
     }
   });

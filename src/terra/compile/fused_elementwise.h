@@ -6,6 +6,8 @@
 // elementwise ops (element i reads only element i, or a broadcast scalar) cannot observe.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,12 +31,30 @@ struct FusedOp {
   uint32_t out = 0;          // slot written
 };
 
+// One worker's tile views of a kernel's slots (fused_elementwise.cpp), kept between runs so a run
+// allocates nothing in steady state. Copies of a kernel start with an empty pool.
+struct TileViews;
+class TileViewsPool {
+ public:
+  TileViewsPool();
+  TileViewsPool(const TileViewsPool&);
+  TileViewsPool& operator=(const TileViewsPool&);
+  ~TileViewsPool();
+  std::unique_ptr<TileViews> take();
+  void give(std::unique_ptr<TileViews> v);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<TileViews>> free_;
+};
+
 struct FusedKernel {
   int64_t numel = 0;              // elements of every full-size slot
   std::vector<DType> slot_dtype;  // per slot
   std::vector<FusedOp> ops;
   std::string signature() const;  // the ops and their slots, e.g. "%1=sqrt(%0) %3=div(%1,%2)"
   std::string describe() const;   // one line for explain output: element count and signature
+  mutable TileViewsPool views;    // run_fused's per-worker views, reused
 };
 
 // Runs `k`. `slots[s]`: a contiguous tensor of k.numel elements (an outside input, or an output the

@@ -78,6 +78,7 @@ struct Plan {
   dnnl::primitive_desc pd;
   Operand in0, in1, out;
   int arg0, arg1, arg_out;
+  memory::desc bias;  // forward with bias: the bias operand's descriptor
   size_t pad = 0;  // scratchpad bytes: the largest of the conv's and the reorders'
 };
 
@@ -103,6 +104,7 @@ Plan make_plan(Pass p, const Geo& g, bool bias, bool blocked) {
     pl.in1 = operand(u.wei, pd.weights_desc(), true);
     pl.out = operand(u.dst, pd.dst_desc(), false);
     pl.arg0 = DNNL_ARG_SRC, pl.arg1 = DNNL_ARG_WEIGHTS, pl.arg_out = DNNL_ARG_DST;
+    if (bias) pl.bias = pd.bias_desc();
   } else if (p == Pass::BwdData) {
     using cb = dnnl::convolution_backward_data;
     cb::desc desc(dnnl::algorithm::convolution_direct, d.src, d.wei, d.dst, d.strides, d.dil, d.padl, d.padr);
@@ -142,8 +144,12 @@ std::shared_ptr<const Plan> plan(Pass p, const Geo& g, bool bias = false) {
   return dn::cached_as<Plan>(key, [&] { return make_plan(p, g, bias, blocked); });
 }
 
-void reorder(const Operand& o, const memory& from, const memory& to, void* pad) {
-  dn::execute(o.reorder, o.rpd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, pad);
+// Input operands go user -> inner, the output inner -> user.
+void reorder_in(const Operand& o, const void* user, void* inner, void* pad) {
+  dn::execute(o.reorder, o.rpd, {{DNNL_ARG_FROM, o.user, user}, {DNNL_ARG_TO, o.inner, inner}}, pad);
+}
+void reorder_out(const Operand& o, const void* inner, void* user, void* pad) {
+  dn::execute(o.reorder, o.rpd, {{DNNL_ARG_FROM, o.inner, inner}, {DNNL_ARG_TO, o.user, user}}, pad);
 }
 
 // One call on this thread: reorders in0 (and in1 unless `in1_inner` holds it reordered already),
@@ -160,19 +166,24 @@ void run(const Plan& pl, const float* in0, const float* in1, const float* in1_in
   char* bo = carve(local_out ? pl.out.bytes() : 0);
   void* pad = pl.pad ? at : nullptr;
 
-  auto input = [&](const Operand& o, const float* user, char* buf) {
-    if (!o.reordered) return dn::wrap(o.user, user);
-    memory m = dn::wrap(o.inner, buf);
-    reorder(o, dn::wrap(o.user, user), m, pad);
-    return m;
+  // Each operand as the conv reads it: its descriptor and data (reordered into `buf` if need be).
+  auto input = [&](const Operand& o, const float* user, char* buf) -> const void* {
+    if (!o.reordered) return user;
+    reorder_in(o, user, buf, pad);
+    return buf;
   };
-  memory m0 = input(pl.in0, in0, b0);
-  memory m1 = pl.in1.reordered && in1_inner ? dn::wrap(pl.in1.inner, in1_inner) : input(pl.in1, in1, b1);
-  memory mo = !pl.out.reordered ? dn::wrap(pl.out.user, out) : dn::wrap(pl.out.inner, out_inner ? static_cast<void*>(out_inner) : bo);
-  std::unordered_map<int, memory> args{{pl.arg0, m0}, {pl.arg1, m1}, {pl.arg_out, mo}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dn::wrap(pl.pd.weights_desc(1), bias));
-  dn::execute(pl.conv, pl.pd, std::move(args), pad);
-  if (local_out) reorder(pl.out, mo, dn::wrap(pl.out.user, out), pad);
+  const void* d0 = input(pl.in0, in0, b0);
+  const void* d1 = pl.in1.reordered && in1_inner ? in1_inner : input(pl.in1, in1, b1);
+  void* dout = !pl.out.reordered ? static_cast<void*>(out) : out_inner ? static_cast<void*>(out_inner) : bo;
+  const memory::desc& md0 = pl.in0.reordered ? pl.in0.inner : pl.in0.user;
+  const memory::desc& md1 = pl.in1.reordered ? pl.in1.inner : pl.in1.user;
+  const memory::desc& mdo = pl.out.reordered ? pl.out.inner : pl.out.user;
+  if (bias)
+    dn::execute(pl.conv, pl.pd, {{pl.arg0, md0, d0}, {pl.arg1, md1, d1}, {pl.arg_out, mdo, dout}, {DNNL_ARG_BIAS, pl.bias, bias}},
+                pad);
+  else
+    dn::execute(pl.conv, pl.pd, {{pl.arg0, md0, d0}, {pl.arg1, md1, d1}, {pl.arg_out, mdo, dout}}, pad);
+  if (local_out) reorder_out(pl.out, dout, out, pad);
 }
 
 // Multiply-adds below which a conv stays one oneDNN call on the calling thread.
@@ -216,8 +227,7 @@ void sliced(Pass pass, const Geo& g, const float* in0, int64_t in0_image, const 
   std::unique_ptr<dn::Scratch> wbuf;
   if (first->in1.reordered) {
     wbuf = std::make_unique<dn::Scratch>(first->in1.bytes() + first->pad);
-    memory m = dn::wrap(first->in1.inner, wbuf->data());
-    reorder(first->in1, dn::wrap(first->in1.user, w), m, first->pad ? wbuf->data() + first->in1.bytes() : nullptr);
+    reorder_in(first->in1, w, wbuf->data(), first->pad ? wbuf->data() + first->in1.bytes() : nullptr);
   }
   const float* w_inner = wbuf ? reinterpret_cast<const float*>(wbuf->data()) : nullptr;
   over_slices(s, [&](int64_t p) {
@@ -291,8 +301,7 @@ void backward_weights(const Geo& g, const float* gy, const float* x, float* gw) 
     }
   });
   if (inner)
-    reorder(first->out, dn::wrap(first->out.inner, sum), dn::wrap(first->out.user, gw),
-            first->pad ? partials.data() + part_bytes * size_t(s.parts) : nullptr);
+    reorder_out(first->out, sum, gw, first->pad ? partials.data() + part_bytes * size_t(s.parts) : nullptr);
 }
 
 }  // namespace terra::kernels::conv_dnnl

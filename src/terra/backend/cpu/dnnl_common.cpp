@@ -88,10 +88,6 @@ dnnl::primitive_attr user_scratchpad_attr() {
   return a;
 }
 
-dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
-  return dnnl::memory(md, engine(), const_cast<void*>(data));
-}
-
 Scratch::Scratch(size_t bytes) : n_(aligned64(bytes)) {
   if (n_) p_ = static_cast<char*>(allocate(n_));  // 64-byte aligned (allocator.cpp)
 }
@@ -99,19 +95,36 @@ Scratch::~Scratch() {
   if (p_) deallocate(p_, n_);
 }
 
-void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args) {
+void execute(const Cached& c, std::initializer_list<Arg> args) {
   Scratch scratch(c.pd.scratchpad_desc().get_size());
-  execute(c.prim, c.pd, std::move(args), scratch.data());
+  execute(c.prim, c.pd, args, scratch.data());
 }
 
-void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, dnnl::memory> args,
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::initializer_list<Arg> args,
              void* scratchpad) {
-  dnnl::memory::desc sd = pd.scratchpad_desc();
-  if (sd.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(sd, engine(), scratchpad));
+  constexpr size_t kMax = 8;
+  if (args.size() + 1 > kMax) throw std::runtime_error("[onednn] internal: too many arguments");
+  // Memory objects made for this call and destroyed after it, also when oneDNN reports an error.
+  struct Mems {
+    dnnl_exec_arg_t a[kMax];
+    int n = 0;
+    ~Mems() {
+      for (int i = 0; i < n; ++i) dnnl_memory_destroy(a[i].memory);
+    }
+    void add(int id, const dnnl_memory_desc_t* md, const void* data) {
+      dnnl_memory_t m = nullptr;
+      dnnl::error::wrap_c_api(dnnl_memory_create(&m, md, engine().get(), const_cast<void*>(data)),
+                              "could not create a memory object");
+      a[n++] = {id, m};
+    }
+  } mems;
+  for (const Arg& x : args) mems.add(x.id, &x.md.data, x.data);
+  const dnnl_memory_desc_t* sd = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
+  if (sd && dnnl_memory_desc_get_size(sd) > 0) mems.add(DNNL_ARG_SCRATCHPAD, sd, scratchpad);
   SerialOmp serial;
   dnnl::stream& s = stream();
-  p.execute(s, args);
-  s.wait();
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(p.get(), s.get(), mems.n, mems.a), "could not execute a primitive");
+  dnnl::error::wrap_c_api(dnnl_stream_wait(s.get()), "could not wait on a stream");
 }
 
 }  // namespace terra::cpu::onednn

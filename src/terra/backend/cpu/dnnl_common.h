@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -55,11 +56,20 @@ class SerialOmp {
   int prev_;
 };
 
+// One argument of an execution: the memory's descriptor and its data (not copied; the descriptor
+// must outlive the call).
+struct Arg {
+  int id;  // DNNL_ARG_*
+  const dnnl::memory::desc& md;
+  const void* data;
+};
 // Runs `c` on this thread's stream, allocating its scratchpad; waits for completion.
-void execute(const Cached& c, std::unordered_map<int, dnnl::memory> args);
+void execute(const Cached& c, std::initializer_list<Arg> args);
 // Runs `p` with a scratchpad the caller provides (64-byte aligned, at least
 // pd.scratchpad_desc().get_size() bytes; may be null when that is 0); waits for completion.
-void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::unordered_map<int, dnnl::memory> args,
+// Through the C API: no argument map and no shared memory handle per call (oneDNN's own
+// execution context still allocates).
+void execute(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::initializer_list<Arg> args,
              void* scratchpad);
 
 // Scratch bytes from terra's allocator (size classes reused step to step, no malloc per call).
@@ -78,7 +88,5 @@ class Scratch {
 // `bytes` rounded up to the 64-byte alignment scratch pieces are carved at.
 inline size_t aligned64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// Wraps raw float data in a dnnl::memory (no copy).
-dnnl::memory wrap(const dnnl::memory::desc& md, const void* data);
 
 }  // namespace terra::cpu::onednn

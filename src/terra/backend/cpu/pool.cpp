@@ -66,8 +66,8 @@ void avg_fwd_one(const Win& w, const Shape& x, bool inc, const float* px, float*
     auto pd = avg_fwd_pd(w, x, inc);
     return dn::Cached{dnnl::pooling_forward(pd), pd};
   });
-  dn::execute(*c, {{DNNL_ARG_SRC, dn::wrap(dn::plain_f32({x[0], x[1], w.H, w.W}), px)},
-                   {DNNL_ARG_DST, dn::wrap(dn::plain_f32({x[0], x[1], w.OH, w.OW}), py)}});
+  const auto src = dn::plain_f32({x[0], x[1], w.H, w.W}), dst = dn::plain_f32({x[0], x[1], w.OH, w.OW});
+  dn::execute(*c, {{DNNL_ARG_SRC, src, px}, {DNNL_ARG_DST, dst, py}});
 }
 
 void avg_bwd_one(const Win& w, const Shape& x, bool inc, const float* pgy, float* pgx) {
@@ -80,8 +80,8 @@ void avg_bwd_one(const Win& w, const Shape& x, bool inc, const float* pgy, float
     dnnl::pooling_backward::primitive_desc pd(d, dn::user_scratchpad_attr(), dn::engine(), avg_fwd_pd(w, x, inc));
     return dn::Cached{dnnl::pooling_backward(pd), pd};
   });
-  dn::execute(*c, {{DNNL_ARG_DIFF_DST, dn::wrap(dn::plain_f32({x[0], x[1], w.OH, w.OW}), pgy)},
-                   {DNNL_ARG_DIFF_SRC, dn::wrap(dn::plain_f32({x[0], x[1], w.H, w.W}), pgx)}});
+  const auto src = dn::plain_f32({x[0], x[1], w.H, w.W}), dst = dn::plain_f32({x[0], x[1], w.OH, w.OW});
+  dn::execute(*c, {{DNNL_ARG_DIFF_DST, dst, pgy}, {DNNL_ARG_DIFF_SRC, src, pgx}});
 }
 
 // Runs f(sub_shape, n0) over batch slices of ceil(N / threads) images, one single-threaded oneDNN
