@@ -88,5 +88,4 @@ class Scratch {
 // `bytes` rounded up to the 64-byte alignment scratch pieces are carved at.
 inline size_t aligned64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-
 }  // namespace terra::cpu::onednn
