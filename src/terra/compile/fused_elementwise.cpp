@@ -89,8 +89,8 @@ struct TileViews {
       if (t.defined()) {
         v.storage = t.impl()->storage;
         base[s] = t.impl()->offset;
-      } else if (!v.storage || v.storage->nbytes != size_t(kFusedTile) * itemsize(v.dtype) || v.storage.use_count() > 1) {
-        v.storage = make_pooled<Storage>(size_t(kFusedTile) * itemsize(v.dtype));  // scratch, kept
+      } else if (!v.storage) {  // scratch: kept across runs (release() drops only the run's tensors)
+        v.storage = make_pooled<Storage>(size_t(kFusedTile) * itemsize(v.dtype));
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "terra/core/allocator.h"
 

@@ -7,7 +7,6 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 namespace terra::cpu::onednn {
