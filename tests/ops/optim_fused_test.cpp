@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <terra/terra.h>
 
@@ -181,6 +182,74 @@ TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
           }
   });
   EXPECT_GT(checked, 300);
+}
+
+// One fused_adam_ over many parameters: the dense ones run as one element range split across the
+// pool (each parameter alone is below a loop's grain), the others one by one; every parameter has its
+// own step count. Each must equal its own old chain, bit for bit, on one thread and on two.
+TEST(OptimFusedOps, AdamOverManyParametersMatchesEachParametersChain) {
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    manual_seed(21);
+    const double lr_ = 0.003;
+    Tensor lr = scalar_tensor(lr_, DType::Float64);
+    std::vector<Tensor> ps, gs, ms, vs, ts, ts_old;
+    std::vector<Operands> olds;
+    for (int i = 0; i < 40; ++i) {
+      const DType d = i % 5 == 3 ? DType::Float64 : DType::Float32;
+      const Shape s = i % 3 == 0 ? Shape{64, 33} : i % 3 == 1 ? Shape{2049} : Shape{7, 5};
+      const Layout lp = i % 11 == 4 ? kStepped : kDense;
+      auto [a, c] = twins(make_operands(s, d, kDense), lp, kDense);
+      olds.push_back(a);
+      ps.push_back(c.p), gs.push_back(c.g), ms.push_back(c.m), vs.push_back(c.v);
+      ts.push_back(scalar_tensor(double(i % 4), DType::Float64));
+      ts_old.push_back(scalar_tensor(double(i % 4 + 1), DType::Float64));
+    }
+    for (bool decoupled : {false, true}) {
+      const double wd = decoupled ? 0.01 : 0.02;
+      for (size_t i = 0; i < olds.size(); ++i) {
+        const Operands& a = olds[i];
+        old_adam(a.p, a.g, a.m, a.v, ts_old[i], lr, lr_, 0.9, 0.999, 1e-8, wd, decoupled);
+        NoGradGuard ng;
+        ts_old[i].add_(1.0);
+      }
+      {
+        NoGradGuard ng;
+        fused_adam_(ps, gs, ms, vs, ts, lr, 0.9, 0.999, 1e-8, wd, decoupled);
+      }
+      for (size_t i = 0; i < olds.size(); ++i) {
+        const std::string at = "parameter " + std::to_string(i) + " threads " + std::to_string(threads) +
+                               (decoupled ? " AdamW" : " Adam");
+        EXPECT_TRUE(same_bits(olds[i].m, ms[i])) << "exp_avg " << at;
+        EXPECT_TRUE(same_bits(olds[i].v, vs[i])) << "exp_avg_sq " << at;
+        EXPECT_TRUE(same_bits(olds[i].p, ps[i])) << "param " << at;
+        EXPECT_EQ(ts[i].item<double>(), ts_old[i].item<double>() - 1.0) << "count " << at;
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+// A list naming one parameter twice updates it twice, in order, as two optimizer steps would.
+TEST(OptimFusedOps, AdamNamingAParameterTwiceUpdatesItTwiceInOrder) {
+  manual_seed(22);
+  Operands o = make_operands({300}, DType::Float32, kDense);
+  auto [a, c] = twins(o, kDense, kDense);
+  Tensor lr = scalar_tensor(0.01, DType::Float64);
+  Tensor ta = scalar_tensor(1.0, DType::Float64), tc = scalar_tensor(0.0, DType::Float64);
+  for (int k = 0; k < 2; ++k) {
+    old_adam(a.p, a.g, a.m, a.v, ta, lr, 0.01, 0.9, 0.999, 1e-8, 0.0, false);
+    NoGradGuard ng;
+    ta.add_(1.0);
+  }
+  {
+    NoGradGuard ng;
+    fused_adam_({c.p, c.p}, {c.g, c.g}, {c.m, c.m}, {c.v, c.v}, {tc, tc}, lr, 0.9, 0.999, 1e-8, 0.0, false);
+  }
+  EXPECT_TRUE(same_bits(a.m, c.m));
+  EXPECT_TRUE(same_bits(a.v, c.v));
+  EXPECT_TRUE(same_bits(a.p, c.p));
 }
 
 TEST(OptimFusedOps, SgdMatchesTheOldChainBitForBit) {

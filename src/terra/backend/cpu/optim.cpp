@@ -3,9 +3,11 @@
 // with -ffp-contract=off) and vector and scalar iterations compute the same IEEE results.
 #include "terra/backend/optim_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -220,6 +222,62 @@ void adam_pass(T* __restrict pp, T* __restrict pm, T* __restrict pv, const T* __
   }
 }
 
+// The one-pass parameters of one dtype as a single element range, so a step's many small
+// parameters (each below a loop's grain) still split across the pool: element j of parameter i sits
+// at offset[i] + j. Elements are independent, so any split gives the same values.
+template <class T>
+struct AdamBatch {
+  struct Param {
+    T *p, *m, *v;
+    const T* g;
+    AdamConsts<T> c;
+  };
+  std::vector<Param> params;
+  std::vector<int64_t> offset{0};
+
+  void add(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& g, const AdamConsts<T>& c) {
+    params.push_back(Param{p.impl()->data_as<T>(), m.impl()->data_as<T>(), v.impl()->data_as<T>(),
+                           g.impl()->data_as<T>(), c});
+    offset.push_back(offset.back() + p.impl()->numel);
+  }
+  void run(bool coupled, bool scaled, bool decoupled) {
+    if (params.empty()) return;
+    with_flag(coupled, [&](auto cp) {
+      with_flag(scaled, [&](auto sc) {
+        with_flag(decoupled, [&](auto dc) {
+          // Four operands, a sqrt and a division per element: a quarter of an elementwise op's
+          // grain already outweighs a worker's wake-up.
+          cpu::parallel_for(offset.back(), cpu::kGrain / 4, [&](int64_t b, int64_t e) {
+            size_t i = size_t(std::upper_bound(offset.begin(), offset.end(), b) - offset.begin()) - 1;
+            for (; b < e; ++i) {
+              const Param& q = params[i];
+              const int64_t end = std::min(e, offset[i + 1]);
+              adam_pass<T, decltype(cp)::value, decltype(sc)::value, decltype(dc)::value>(
+                  q.p, q.m, q.v, q.g, b - offset[i], end - offset[i], q.c);
+              b = end;
+            }
+          });
+        });
+      });
+    });
+    params.clear();
+    offset.resize(1);
+  }
+};
+
+// Whether the updated tensors (every p, m and v) share storage with no other operand: only then
+// may the parameters' updates run in any order, as one range. (Else: parameter by parameter.)
+bool disjoint_targets(const KernelArgs& k, size_t n) {
+  std::vector<const Storage*> t;
+  t.reserve(3 * n);
+  for (size_t i = 0; i < 3 * n; ++i) t.push_back(k.in[i].impl()->storage.get());
+  std::sort(t.begin(), t.end());
+  if (std::adjacent_find(t.begin(), t.end()) != t.end()) return false;
+  for (size_t i = 4 * n; i < 5 * n; ++i)  // the grads
+    if (std::binary_search(t.begin(), t.end(), k.in[i].impl()->storage.get())) return false;
+  return true;
+}
+
 }  // namespace
 
 void fused_adam(const KernelArgs& k) {
@@ -227,10 +285,14 @@ void fused_adam(const KernelArgs& k) {
   const double beta1 = k.attrs.f("beta1"), beta2 = k.attrs.f("beta2"), eps = k.attrs.f("eps");
   const double wd = k.attrs.f("weight_decay");
   const bool decoupled = k.attrs.b("decoupled"), coupled = wd != 0.0 && !decoupled;
+  const bool dec = decoupled && wd != 0.0, scaled = 1.0 - beta1 != 1.0;
   const double lr = scalar<double>(k.in[5 * n]);
+  const bool together = disjoint_targets(k, n);
   // The per-parameter ops' attributes, for parameters the single pass does not take.
   const Attrs am{{"beta1", beta1}, {"weight_decay", wd}, {"has_param", coupled}};
   const Attrs av{{"beta2", beta2}, {"weight_decay", wd}, {"has_param", coupled}};
+  AdamBatch<float> f32;
+  AdamBatch<double> f64;
   for (size_t i = 0; i < n; ++i) {
     const Tensor &p = k.in[i], &m = k.in[n + i], &v = k.in[2 * n + i], &t = k.in[3 * n + i], &g = k.in[4 * n + i];
     double& count = *t.impl()->data_as<double>();
@@ -240,7 +302,6 @@ void fused_adam(const KernelArgs& k) {
       // adam_step_scalars: in double, each rounded once to T.
       const T sc0 = T(std::sqrt(1.0 - std::pow(beta2, count))), sc1 = T(-lr / (1.0 - std::pow(beta1, count)));
       const T epst = T(eps), decay = T(1.0 - lr * (decoupled ? wd : 0.0));
-      const bool dec = decoupled && wd != 0.0;
       if (!one_pass(p, m, v, g)) {  // the three updates one after the other, as the ops ran them
         std::vector<Tensor> in{m, g}, out{m};
         if (coupled) in.push_back(p);
@@ -250,20 +311,13 @@ void fused_adam(const KernelArgs& k) {
         adam_param_loop<T>(p, m, v, sc0, sc1, epst, decay, dec);
         return;
       }
-      const AdamConsts<T> c{T(beta1), T(1.0 - beta1), T(beta2), T(1.0 - beta2), T(wd), decay, epst, sc0, sc1};
-      T *pp = p.impl()->data_as<T>(), *pm = m.impl()->data_as<T>(), *pv = v.impl()->data_as<T>();
-      const T* pg = g.impl()->data_as<T>();
-      with_flag(coupled, [&](auto cp) {
-        with_flag(1.0 - beta1 != 1.0, [&](auto scaled) {
-          with_flag(dec, [&](auto dc) {
-            cpu::parallel_for(p.impl()->numel, cpu::kGrain, [&](int64_t b, int64_t e) {
-              adam_pass<T, decltype(cp)::value, decltype(scaled)::value, decltype(dc)::value>(pp, pm, pv, pg, b, e, c);
-            });
-          });
-        });
-      });
+      AdamBatch<T>& batch = std::get<AdamBatch<T>&>(std::tie(f32, f64));
+      batch.add(p, m, v, g, AdamConsts<T>{T(beta1), T(1.0 - beta1), T(beta2), T(1.0 - beta2), T(wd), decay, epst, sc0, sc1});
+      if (!together) batch.run(coupled, scaled, dec);
     });
   }
+  f32.run(coupled, scaled, dec);
+  f64.run(coupled, scaled, dec);
 }
 
 void fused_sgd(const KernelArgs& k) {
