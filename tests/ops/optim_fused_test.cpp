@@ -231,6 +231,53 @@ TEST(OptimFusedOps, AdamOverManyParametersMatchesEachParametersChain) {
   set_num_threads(saved);
 }
 
+// The same for fused_sgd_: every configuration, the dense parameters as one range, on one thread
+// and on two; each parameter equals its own old chain bit for bit.
+TEST(OptimFusedOps, SgdOverManyParametersMatchesEachParametersChain) {
+  const int saved = num_threads();
+  struct Opt { double momentum, dampening, wd; bool nesterov; };
+  for (int threads : {1, 2})
+    for (Opt opt : {Opt{0.0, 0.0, 0.0, false}, Opt{0.0, 0.0, 0.01, false}, Opt{0.9, 0.0, 0.0, false},
+                    Opt{0.9, 0.1, 0.0, false}, Opt{0.5, 0.3, 0.02, false}, Opt{0.9, 0.0, 0.0, true},
+                    Opt{0.7, 0.0, 0.05, true}}) {
+      set_num_threads(threads);
+      manual_seed(23);
+      const double lr_ = 0.02;
+      const bool has_buf = opt.momentum != 0.0, counted = has_buf && opt.dampening != 0.0;
+      std::vector<Tensor> ps, gs, bufs, ts;
+      std::vector<Operands> olds;
+      std::vector<double> steps;
+      for (int i = 0; i < 40; ++i) {
+        const DType d = i % 5 == 3 ? DType::Float64 : DType::Float32;
+        const Shape s = i % 3 == 0 ? Shape{64, 33} : i % 3 == 1 ? Shape{2049} : Shape{7, 5};
+        const Layout lp = i % 11 == 4 ? kStepped : kDense;
+        auto [a, c] = twins(make_operands(s, d, kDense), lp, kDense);  // m serves as the momentum buffer
+        olds.push_back(a);
+        ps.push_back(c.p), gs.push_back(c.g);
+        if (has_buf) bufs.push_back(c.m);
+        steps.push_back(double(1 + 2 * (i % 2)));  // the first step has no dampening: both kinds
+        if (counted) ts.push_back(scalar_tensor(steps.back() - 1.0, DType::Float64));
+      }
+      for (size_t i = 0; i < olds.size(); ++i)
+        old_sgd(olds[i].p, olds[i].g, olds[i].m, scalar_tensor(steps[i], DType::Float64), lr_, opt.momentum,
+                opt.dampening, opt.wd, opt.nesterov);
+      {
+        NoGradGuard ng;
+        fused_sgd_(ps, gs, bufs, ts, scalar_tensor(lr_, DType::Float64), opt.momentum, opt.dampening, opt.wd,
+                   opt.nesterov);
+      }
+      for (size_t i = 0; i < olds.size(); ++i) {
+        const std::string at = "parameter " + std::to_string(i) + " threads " + std::to_string(threads) +
+                               " momentum " + std::to_string(opt.momentum) + " damp " + std::to_string(opt.dampening) +
+                               " wd " + std::to_string(opt.wd) + (opt.nesterov ? " nesterov" : "");
+        EXPECT_TRUE(same_bits(olds[i].p, ps[i])) << "param " << at;
+        if (has_buf) EXPECT_TRUE(same_bits(olds[i].m, bufs[i])) << "buf " << at;
+        if (counted) EXPECT_EQ(ts[i].item<double>(), steps[i]) << "count " << at;
+      }
+    }
+  set_num_threads(saved);
+}
+
 // A list naming one parameter twice updates it twice, in order, as two optimizer steps would.
 TEST(OptimFusedOps, AdamNamingAParameterTwiceUpdatesItTwiceInOrder) {
   manual_seed(22);

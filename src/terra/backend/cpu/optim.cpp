@@ -183,19 +183,6 @@ void sgd_param(const KernelArgs& k) {
 
 namespace {
 
-// Whether one pass over p, m, v and g may replace adam's three: dense operands that share no
-// memory, so no update reads what another of the same element wrote (each element's float
-// operations are the same either way).
-bool one_pass(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& g) {
-  const TensorImpl* t[4] = {p.impl(), m.impl(), v.impl(), g.impl()};
-  for (int a = 0; a < 4; ++a) {
-    if (!t[a]->is_contiguous()) return false;
-    for (int b = 0; b < a; ++b)
-      if (t[a]->storage == t[b]->storage) return false;
-  }
-  return true;
-}
-
 template <class T>
 struct AdamConsts {
   T b1, c1, b2, c2, wd, decay, eps, sc0, sc1;
@@ -222,60 +209,79 @@ void adam_pass(T* __restrict pp, T* __restrict pm, T* __restrict pv, const T* __
   }
 }
 
-// The one-pass parameters of one dtype as a single element range, so a step's many small
-// parameters (each below a loop's grain) still split across the pool: element j of parameter i sits
-// at offset[i] + j. Elements are independent, so any split gives the same values.
-template <class T>
-struct AdamBatch {
-  struct Param {
-    T *p, *m, *v;
-    const T* g;
-    AdamConsts<T> c;
-  };
-  std::vector<Param> params;
+// Many parameters' dense updates as one element range, so a step's many small parameters (each
+// below a loop's grain) still split across the pool: element j of parameter i sits at offset[i] + j.
+// Elements are independent, so any split gives the same values. P holds a parameter's pointers
+// and constants; run(f) calls f(P, lo, hi) over pieces of the parameters.
+template <class P>
+struct ParamBatch {
+  std::vector<P> params;
   std::vector<int64_t> offset{0};
 
-  void add(const Tensor& p, const Tensor& m, const Tensor& v, const Tensor& g, const AdamConsts<T>& c) {
-    params.push_back(Param{p.impl()->data_as<T>(), m.impl()->data_as<T>(), v.impl()->data_as<T>(),
-                           g.impl()->data_as<T>(), c});
-    offset.push_back(offset.back() + p.impl()->numel);
+  void add(const P& p, int64_t numel) {
+    params.push_back(p);
+    offset.push_back(offset.back() + numel);
   }
-  void run(bool coupled, bool scaled, bool decoupled) {
+  template <class F>
+  void run(int64_t grain, F&& f) {
     if (params.empty()) return;
-    with_flag(coupled, [&](auto cp) {
-      with_flag(scaled, [&](auto sc) {
-        with_flag(decoupled, [&](auto dc) {
-          // Four operands, a sqrt and a division per element: a quarter of an elementwise op's
-          // grain already outweighs a worker's wake-up.
-          cpu::parallel_for(offset.back(), cpu::kGrain / 4, [&](int64_t b, int64_t e) {
-            size_t i = size_t(std::upper_bound(offset.begin(), offset.end(), b) - offset.begin()) - 1;
-            for (; b < e; ++i) {
-              const Param& q = params[i];
-              const int64_t end = std::min(e, offset[i + 1]);
-              adam_pass<T, decltype(cp)::value, decltype(sc)::value, decltype(dc)::value>(
-                  q.p, q.m, q.v, q.g, b - offset[i], end - offset[i], q.c);
-              b = end;
-            }
-          });
-        });
-      });
+    cpu::parallel_for(offset.back(), grain, [&](int64_t b, int64_t e) {
+      size_t i = size_t(std::upper_bound(offset.begin(), offset.end(), b) - offset.begin()) - 1;
+      for (; b < e; ++i) {
+        const int64_t end = std::min(e, offset[i + 1]);
+        f(params[i], b - offset[i], end - offset[i]);
+        b = end;
+      }
     });
     params.clear();
     offset.resize(1);
   }
 };
 
-// Whether the updated tensors (every p, m and v) share storage with no other operand: only then
-// may the parameters' updates run in any order, as one range. (Else: parameter by parameter.)
-bool disjoint_targets(const KernelArgs& k, size_t n) {
+// Whether the tensors an update writes (k.in[0, targets)) share storage with no other operand it
+// reads or writes (the grads, k.in[grads, grads + n)): only then may the parameters' updates run
+// in any order, as one range. (Else: parameter by parameter, in order.)
+bool disjoint_targets(const KernelArgs& k, size_t targets, size_t grads, size_t n) {
   std::vector<const Storage*> t;
-  t.reserve(3 * n);
-  for (size_t i = 0; i < 3 * n; ++i) t.push_back(k.in[i].impl()->storage.get());
+  t.reserve(targets);
+  for (size_t i = 0; i < targets; ++i) t.push_back(k.in[i].impl()->storage.get());
   std::sort(t.begin(), t.end());
   if (std::adjacent_find(t.begin(), t.end()) != t.end()) return false;
-  for (size_t i = 4 * n; i < 5 * n; ++i)  // the grads
+  for (size_t i = grads; i < grads + n; ++i)
     if (std::binary_search(t.begin(), t.end(), k.in[i].impl()->storage.get())) return false;
   return true;
+}
+
+// Dense operands that share no memory: one pass per element may replace an update's passes.
+bool dense_and_apart(std::initializer_list<const Tensor*> ts) {
+  for (auto a = ts.begin(); a != ts.end(); ++a) {
+    if (!(*a)->impl()->is_contiguous()) return false;
+    for (auto b = ts.begin(); b != a; ++b)
+      if ((*a)->impl()->storage == (*b)->impl()->storage) return false;
+  }
+  return true;
+}
+
+template <class T>
+struct AdamParam {
+  T *p, *m, *v;
+  const T* g;
+  AdamConsts<T> c;
+};
+
+template <class T>
+void run_adam(ParamBatch<AdamParam<T>>& batch, bool coupled, bool scaled, bool decoupled) {
+  with_flag(coupled, [&](auto cp) {
+    with_flag(scaled, [&](auto sc) {
+      with_flag(decoupled, [&](auto dc) {
+        // Four operands, a sqrt and a division per element: a quarter of an elementwise op's
+        // grain already outweighs a worker's wake-up.
+        batch.run(cpu::kGrain / 4, [&](const AdamParam<T>& q, int64_t lo, int64_t hi) {
+          adam_pass<T, decltype(cp)::value, decltype(sc)::value, decltype(dc)::value>(q.p, q.m, q.v, q.g, lo, hi, q.c);
+        });
+      });
+    });
+  });
 }
 
 }  // namespace
@@ -287,12 +293,12 @@ void fused_adam(const KernelArgs& k) {
   const bool decoupled = k.attrs.b("decoupled"), coupled = wd != 0.0 && !decoupled;
   const bool dec = decoupled && wd != 0.0, scaled = 1.0 - beta1 != 1.0;
   const double lr = scalar<double>(k.in[5 * n]);
-  const bool together = disjoint_targets(k, n);
+  const bool together = disjoint_targets(k, 3 * n, 4 * n, n);
   // The per-parameter ops' attributes, for parameters the single pass does not take.
   const Attrs am{{"beta1", beta1}, {"weight_decay", wd}, {"has_param", coupled}};
   const Attrs av{{"beta2", beta2}, {"weight_decay", wd}, {"has_param", coupled}};
-  AdamBatch<float> f32;
-  AdamBatch<double> f64;
+  ParamBatch<AdamParam<float>> f32;
+  ParamBatch<AdamParam<double>> f64;
   for (size_t i = 0; i < n; ++i) {
     const Tensor &p = k.in[i], &m = k.in[n + i], &v = k.in[2 * n + i], &t = k.in[3 * n + i], &g = k.in[4 * n + i];
     double& count = *t.impl()->data_as<double>();
@@ -302,7 +308,7 @@ void fused_adam(const KernelArgs& k) {
       // adam_step_scalars: in double, each rounded once to T.
       const T sc0 = T(std::sqrt(1.0 - std::pow(beta2, count))), sc1 = T(-lr / (1.0 - std::pow(beta1, count)));
       const T epst = T(eps), decay = T(1.0 - lr * (decoupled ? wd : 0.0));
-      if (!one_pass(p, m, v, g)) {  // the three updates one after the other, as the ops ran them
+      if (!dense_and_apart({&p, &m, &v, &g})) {  // the three updates one after the other, as the ops ran them
         std::vector<Tensor> in{m, g}, out{m};
         if (coupled) in.push_back(p);
         adam_exp_avg(KernelArgs{in, out, am, {}});
@@ -311,14 +317,70 @@ void fused_adam(const KernelArgs& k) {
         adam_param_loop<T>(p, m, v, sc0, sc1, epst, decay, dec);
         return;
       }
-      AdamBatch<T>& batch = std::get<AdamBatch<T>&>(std::tie(f32, f64));
-      batch.add(p, m, v, g, AdamConsts<T>{T(beta1), T(1.0 - beta1), T(beta2), T(1.0 - beta2), T(wd), decay, epst, sc0, sc1});
-      if (!together) batch.run(coupled, scaled, dec);
+      auto& batch = std::get<ParamBatch<AdamParam<T>>&>(std::tie(f32, f64));
+      const AdamConsts<T> c{T(beta1), T(1.0 - beta1), T(beta2), T(1.0 - beta2), T(wd), decay, epst, sc0, sc1};
+      batch.add({p.impl()->data_as<T>(), m.impl()->data_as<T>(), v.impl()->data_as<T>(), g.impl()->data_as<T>(), c},
+                p.impl()->numel);
+      if (!together) run_adam(batch, coupled, scaled, dec);
     });
   }
-  f32.run(coupled, scaled, dec);
-  f64.run(coupled, scaled, dec);
+  run_adam(f32, coupled, scaled, dec);
+  run_adam(f64, coupled, scaled, dec);
 }
+
+namespace {
+
+template <class T>
+struct SgdParam {
+  T *p, *buf;  // buf: null without momentum
+  const T* g;
+  T fac;  // the dampening factor of the parameter's counted step (1 undampened)
+};
+template <class T>
+struct SgdConsts {
+  T neg_lr, mom, wd;
+};
+
+// sgd_momentum_ then sgd_param_ of elements [b, e), in that order per element (each element's
+// float operations are the two loops' own; restrict-qualified operands that share no memory).
+template <class T, bool HasBuf, bool Decay, bool Damp, bool Nesterov>
+void sgd_pass(T* __restrict p, T* __restrict buf, const T* __restrict g, int64_t b, int64_t e, T fac,
+              const SgdConsts<T> c) {
+  for (int64_t j = b; j < e; ++j) {
+    T d = g[j];
+    if constexpr (Decay) d = g[j] + p[j] * c.wd;
+    if constexpr (!HasBuf) {
+      p[j] = p[j] + d * c.neg_lr;
+    } else {
+      T bj;
+      if constexpr (Damp) bj = buf[j] * c.mom + d * fac;
+      else bj = buf[j] * c.mom + d;
+      buf[j] = bj;
+      if constexpr (Nesterov) p[j] = p[j] + (d + bj * c.mom) * c.neg_lr;
+      else p[j] = p[j] + bj * c.neg_lr;
+    }
+  }
+}
+
+template <class T>
+void run_sgd(ParamBatch<SgdParam<T>>& batch, const SgdConsts<T>& c, bool has_buf, bool decay, bool damp,
+             bool nesterov) {
+  with_flag(has_buf, [&](auto hb) {
+    with_flag(decay, [&](auto dc) {
+      with_flag(damp, [&](auto dp) {
+        with_flag(nesterov, [&](auto nv) {
+          // Three operands, two or three float operations per element: half an elementwise op's grain.
+          batch.run(cpu::kGrain / 2, [&](const SgdParam<T>& q, int64_t lo, int64_t hi) {
+            sgd_pass<T, decltype(hb)::value, decltype(dc)::value, decltype(dp)::value, decltype(nv)::value>(
+                q.p, q.buf, q.g, lo, hi, q.fac, c);
+          });
+        });
+      });
+    });
+  });
+}
+
+}  // namespace
 
 void fused_sgd(const KernelArgs& k) {
   const size_t n = size_t(k.attrs.i("n"));
@@ -326,26 +388,38 @@ void fused_sgd(const KernelArgs& k) {
   const bool nesterov = k.attrs.b("nesterov"), has_buf = momentum != 0.0, has_count = has_buf && dampening != 0.0;
   const size_t g0 = n * (1 + has_buf + has_count);  // the grads follow the targets
   const double lr = scalar<double>(k.in[g0 + n]);
+  const bool together = disjoint_targets(k, n * (1 + has_buf), g0, n);
+  ParamBatch<SgdParam<float>> f32;
+  ParamBatch<SgdParam<double>> f64;
+  const SgdConsts<float> c32{float(-lr), float(momentum), float(wd)};
+  const SgdConsts<double> c64{-lr, momentum, wd};
+  auto run = [&](auto& batch, const auto& c) { run_sgd(batch, c, has_buf, wd != 0.0, has_count, nesterov && has_buf); };
   for (size_t i = 0; i < n; ++i) {
     const Tensor &p = k.in[i], &g = k.in[g0 + i];
     visit_floating(p.dtype(), [&](auto z) {
       using T = decltype(z);
       const T neg_lr = T(-lr);
-      if (!has_buf) {  // sgd_param_(p, lr, g)
-        sgd_param_loop<T>(p, &g, nullptr, neg_lr, T(0.0), wd);
-        return;
-      }
-      const Tensor& buf = k.in[n + i];
       T fac = T(1);
       if (has_count) {  // sgd_dampening_factor of the counted step
         double& count = *k.in[2 * n + i].impl()->data_as<double>();
         count = count + 1.0;
         fac = T(count == 1.0 ? 1.0 : 1.0 - dampening);
       }
-      sgd_momentum_loop<T>(buf, g, wd != 0.0 ? &p : nullptr, T(momentum), T(wd), has_count, fac);
-      sgd_param_loop<T>(p, nesterov ? &g : nullptr, &buf, neg_lr, T(momentum), wd);
+      const Tensor* buf = has_buf ? &k.in[n + i] : nullptr;
+      if (!(buf ? dense_and_apart({&p, &g, buf}) : dense_and_apart({&p, &g}))) {  // the ops' own passes
+        if (!buf) return sgd_param_loop<T>(p, &g, nullptr, neg_lr, T(0.0), wd);  // sgd_param_(p, lr, g)
+        sgd_momentum_loop<T>(*buf, g, wd != 0.0 ? &p : nullptr, T(momentum), T(wd), has_count, fac);
+        sgd_param_loop<T>(p, nesterov ? &g : nullptr, buf, neg_lr, T(momentum), wd);
+        return;
+      }
+      auto& batch = std::get<ParamBatch<SgdParam<T>>&>(std::tie(f32, f64));
+      batch.add({p.impl()->data_as<T>(), buf ? buf->impl()->data_as<T>() : nullptr, g.impl()->data_as<T>(), fac},
+                p.impl()->numel);
+      if (!together) run(batch, std::get<const SgdConsts<T>&>(std::tie(c32, c64)));
     });
   }
+  run(f32, c32);
+  run(f64, c64);
 }
 
 }  // namespace terra::kernels
