@@ -185,7 +185,7 @@ TEST(OptimFusedOps, AdamMatchesTheOldChainBitForBit) {
 }
 
 // One fused_adam_ over many parameters: the dense ones run as one element range split across the
-// pool (each parameter alone is below a loop's grain), the others one by one; every parameter has its
+// pool (together above the update grain, each alone below it), the others one by one; every parameter has its
 // own step count. Each must equal its own old chain, bit for bit, on one thread and on two.
 TEST(OptimFusedOps, AdamOverManyParametersMatchesEachParametersChain) {
   const int saved = num_threads();
@@ -198,7 +198,7 @@ TEST(OptimFusedOps, AdamOverManyParametersMatchesEachParametersChain) {
     std::vector<Operands> olds;
     for (int i = 0; i < 40; ++i) {
       const DType d = i % 5 == 3 ? DType::Float64 : DType::Float32;
-      const Shape s = i % 3 == 0 ? Shape{64, 33} : i % 3 == 1 ? Shape{2049} : Shape{7, 5};
+      const Shape s = i % 3 == 0 ? Shape{256, 33} : i % 3 == 1 ? Shape{8197} : Shape{7, 5};
       const Layout lp = i % 11 == 4 ? kStepped : kDense;
       auto [a, c] = twins(make_operands(s, d, kDense), lp, kDense);
       olds.push_back(a);
@@ -249,7 +249,7 @@ TEST(OptimFusedOps, SgdOverManyParametersMatchesEachParametersChain) {
       std::vector<double> steps;
       for (int i = 0; i < 40; ++i) {
         const DType d = i % 5 == 3 ? DType::Float64 : DType::Float32;
-        const Shape s = i % 3 == 0 ? Shape{64, 33} : i % 3 == 1 ? Shape{2049} : Shape{7, 5};
+        const Shape s = i % 3 == 0 ? Shape{256, 33} : i % 3 == 1 ? Shape{8197} : Shape{7, 5};
         const Layout lp = i % 11 == 4 ? kStepped : kDense;
         auto [a, c] = twins(make_operands(s, d, kDense), lp, kDense);  // m serves as the momentum buffer
         olds.push_back(a);
