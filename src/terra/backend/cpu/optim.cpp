@@ -209,8 +209,9 @@ void adam_pass(T* __restrict pp, T* __restrict pm, T* __restrict pv, const T* __
   }
 }
 
-// Many parameters' dense updates as one element range, so a step's many small parameters (each
-// below a loop's grain) still split across the pool: element j of parameter i sits at offset[i] + j.
+// Many parameters' dense updates as one element range, so whether to split across the pool is
+// decided once for all of them (each alone is usually below any grain): element j of parameter i
+// sits at offset[i] + j.
 // Elements are independent, so any split gives the same values. P holds a parameter's pointers
 // and constants; run(f) calls f(P, lo, hi) over pieces of the parameters.
 template <class P>
