@@ -159,18 +159,36 @@ class CoExecSession::SkeletonExec : public Executor {
 static std::mutex g_sessions_mu;
 static std::vector<CoExecSession*> g_sessions;
 
+// A tensor a graph owes (or owed) an in-place write: its bytes are final only once every runner
+// finished what was sent to it. Other placeholders wait for their own op when read (materialize).
+static bool graph_may_write(const Tensor& t) {
+  const TensorImpl* i = t.impl();
+  return i && i->storage && i->storage->deferred_write.load(std::memory_order_relaxed);
+}
+
 // Between steps: anything the program runs sees the runners' results first (every engine's:
-// two engines may train the same parameters).
+// two engines may train the same parameters). A read of values no graph writes in place (the
+// step's loss reduced and fetched after it) waits only for those values, so the host goes on to
+// the next step while the runner still computes the backward pass and the update.
 class CoExecSession::IdleExec : public Executor {
  public:
   explicit IdleExec(CoExecSession& s) : s_(s) {}
   std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                           std::vector<TensorMeta>& meta, PhiloxKey rng) override {
-    s_.sync_all();
-    s_.sync_other_sessions();
+    // In-place writes may race a runner still reading their target; stateful and random ops keep
+    // their order with the runners' effects (the generator a late error rewinds).
+    bool sync = op.has(kInplace) || op.has(kStateful) || op.has(kRandom);
+    for (size_t i = 0; i < in.size() && !sync; ++i) sync = graph_may_write(in[i]);
+    if (sync) {
+      s_.sync_all();
+      s_.sync_other_sessions();
+    }
     return execute_eager(op, in, attrs, meta, rng);
   }
+  // A runner error the fetched value does not depend on is raised at a later step's end (or
+  // synchronize()), not here: the contract's "next synchronization point" for it.
   void on_fetch(const Tensor& t) override {
+    if (!graph_may_write(t)) return;
     s_.raise_pending(true);
     s_.sync_other_sessions();
   }
