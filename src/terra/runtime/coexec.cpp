@@ -666,9 +666,11 @@ void CoExecSession::on_fetch(const Tensor& t) {
       return;
     }
   }
-  // An earlier step's error is raised at this step's end, not here: the fetched value does not
-  // depend on it, and the step's body then runs to its end exactly as in eager.
-  sync_validated();
+  // A value no graph writes in place is final once its own op ran: reading it waits for that op
+  // (materialize), not for every op validated since (the loss fetched after backward and the
+  // update were validated: the host goes on while the runner computes them). A runner error the
+  // value does not depend on is raised at the step's end, as is an earlier step's.
+  if (graph_may_write(t)) sync_validated();
 }
 
 void CoExecSession::fall_back(const std::string& why) {
