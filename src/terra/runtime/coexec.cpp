@@ -179,6 +179,7 @@ class CoExecSession::IdleExec : public Executor {
     // their order with the runners' effects (the generator a late error rewinds).
     bool sync = op.has(kInplace) || op.has(kStateful) || op.has(kRandom);
     for (size_t i = 0; i < in.size() && !sync; ++i) sync = graph_may_write(in[i]);
+    sync = sync || s_.thread_value_writes_pending();
     if (sync) {
       s_.sync_all();
       s_.sync_other_sessions();
@@ -188,7 +189,7 @@ class CoExecSession::IdleExec : public Executor {
   // A runner error the fetched value does not depend on is raised at a later step's end (or
   // synchronize()), not here: the contract's "next synchronization point" for it.
   void on_fetch(const Tensor& t) override {
-    if (!graph_may_write(t)) return;
+    if (!graph_may_write(t) && !s_.thread_value_writes_pending()) return;
     s_.raise_pending(true);
     s_.sync_other_sessions();
   }
@@ -228,6 +229,20 @@ void CoExecSession::sync_other_sessions() {
       if (o != this && o->stack_ == stack_) others.push_back(o);
   }
   for (CoExecSession* o : others) o->sync_for_eager();
+}
+
+bool CoExecSession::value_writes_pending() const { return runner_->steps_finished() < value_write_steps_; }
+
+// A placeholder materialized on the host points at the runner's storage, while an alias made
+// before (a view, a detach) still holds the placeholder's storage object: an in-place write
+// through the alias marks only the latter. Such writes (into a value the graph has not handed
+// over) make every read wait for the steps that hold them, in this session or another of this thread.
+bool CoExecSession::thread_value_writes_pending() const {
+  if (value_writes_pending()) return true;
+  std::lock_guard<std::mutex> g(g_sessions_mu);
+  for (CoExecSession* o : g_sessions)
+    if (o != this && o->stack_ == stack_ && o->value_writes_pending()) return true;
+  return false;
 }
 
 void CoExecSession::sync_for_eager() {
@@ -580,6 +595,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     runner_->channel().commit();
   }
 
+  if (op.has(kInplace))
+    for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k)
+      if (in[k].impl()->pending) value_write_steps_ = steps_sent_;  // this step (see thread_value_writes_pending)
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   bool ready = false;
   CellSlot* slot = st_->host_cell(seq_, &ready);
@@ -670,7 +688,7 @@ void CoExecSession::on_fetch(const Tensor& t) {
   // (materialize), not for every op validated since (the loss fetched after backward and the
   // update were validated: the host goes on while the runner computes them). A runner error the
   // value does not depend on is raised at the step's end, as is an earlier step's.
-  if (graph_may_write(t)) sync_validated();
+  if (graph_may_write(t) || thread_value_writes_pending()) sync_validated();
 }
 
 void CoExecSession::fall_back(const std::string& why) {

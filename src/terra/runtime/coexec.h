@@ -69,6 +69,8 @@ class CoExecSession {
   void finish_trace();
   void explain(const std::string& what);
   void sync_other_sessions();  // engines of this thread: two may train the same parameters
+  bool value_writes_pending() const;  // a step with an in-place write into a graph value is unfinished
+  bool thread_value_writes_pending() const;  // the same, for any session of this thread
   void install(Executor* e);  // replaces this session's entry on its thread's executor stack
   // Raises the error of the oldest finished step that failed and was not raised yet; `wait`
   // first waits for every step sent to the runner.
@@ -105,6 +107,7 @@ class CoExecSession {
   uint64_t step_uid_ = 0;
   uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step
   uint64_t steps_sent_ = 0;  // steps handed to the runner
+  uint64_t value_write_steps_ = 0;  // steps_sent_ when the last in-place write into a graph value was sent
   // current step
   trace::Trace trace_;
   std::unique_ptr<trace::Cursor> cursor_;
