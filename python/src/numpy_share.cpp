@@ -106,9 +106,12 @@ py::array copy_out(const Tensor& t) {
 template <class T>
 py::array to_array(const Tensor& t, bool writable) {
   if (!t.is_contiguous() || t.requires_grad() || t.numel() == 0) return copy_out<T>(t);
-  const T* p = without_gil([&] { return t.data_ptr<T>(); });  // the fetch point (waits for the value)
-  // A writable view lets NumPy write the storage behind terra's back, as from_numpy does.
+  // A writable view lets NumPy write the storage behind terra's back, as from_numpy does. Marked
+  // before the fetch too: co-execution then waits for every op called before this one (they may
+  // read the bytes NumPy is about to write), not only for the value's own op.
   if (writable) t.impl()->storage->foreign = true;
+  const T* p = without_gil([&] { return t.data_ptr<T>(); });  // the fetch point (waits for the value)
+  if (writable) t.impl()->storage->foreign = true;  // the storage the value has now (the runner's)
   // The array keeps the storage alive, not the tensor: the tensor may die first.
   auto* keep = new std::shared_ptr<Storage>(t.impl()->storage);
   py::capsule base(keep, [](void* k) { delete static_cast<std::shared_ptr<Storage>*>(k); });

@@ -185,6 +185,32 @@ class TestTensorNumpy(unittest.TestCase):
                     self.assertEqual(v.tolist(), [2.0 * (i + s) + 1 for i in range(4)], mode)
             eng.synchronize()
 
+    def test_writes_through_a_view_do_not_reach_ops_called_before_it(self):
+        # co-execution: a fetch waits only for the value's own op, but a writable view lets NumPy
+        # change the bytes, so ops called before numpy() that read them must have run first.
+        def run(mode):
+            terra.manual_seed(4)
+            w = terra.randn(96, 96) * 0.1
+            eng = terra.Engine(mode)
+            out = []
+            for s in range(6):
+                with eng.step():
+                    y = terra.randn(96, 96)
+                    h = w
+                    for _ in range(8):  # the runner is still busy here when NumPy writes
+                        h = terra.tanh(h @ w)
+                    z = (h * y).sum()  # reads y, called before the view
+                    a = y.numpy()
+                    a[:] = 0.0
+                    out.append(z.item())
+                    out.append(y.sum().item())
+            eng.synchronize()
+            return out
+        eager = run("eager")
+        self.assertNotEqual(eager[0], 0.0)
+        for mode in ("lazy", "coexec"):
+            self.assertEqual(run(mode), eager, mode)
+
     def test_view_of_a_held_value_stays_put_in_every_mode(self):
         for mode in MODES:
             terra.manual_seed(3)

@@ -160,10 +160,13 @@ static std::mutex g_sessions_mu;
 static std::vector<CoExecSession*> g_sessions;
 
 // A tensor a graph owes (or owed) an in-place write: its bytes are final only once every runner
-// finished what was sent to it. Other placeholders wait for their own op when read (materialize).
+// finished what was sent to it. Memory NumPy may write (Storage::foreign; Python's Tensor.numpy()
+// marks it before its fetch): ops called before the read must have read it first. Other
+// placeholders wait for their own op when read (materialize).
 static bool graph_may_write(const Tensor& t) {
   const TensorImpl* i = t.impl();
-  return i && i->storage && i->storage->deferred_write.load(std::memory_order_relaxed);
+  return i && i->storage &&
+         (i->storage->deferred_write.load(std::memory_order_relaxed) || i->storage->foreign.load(std::memory_order_relaxed));
 }
 
 // Between steps: anything the program runs sees the runners' results first (every engine's:
@@ -534,7 +537,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
     const auto& set = n->sources[i];
     int idx = -1;
     trace::Source got;
-    if (t->trace_step == step_uid_) {
+    // A value of this step NumPy may have written since (a writable Tensor.numpy() view) is read
+    // at the call, as any NumPy memory: a feed of its bytes now, not the runner's value.
+    if (t->trace_step == step_uid_ && !needs_snapshot(*t)) {
       const Hist& p = hist_[t->trace_rec];
       got = {trace::Source::Op, p.node, t->trace_out, exec[p.node] - 1 - p.exec};
       hin[i] = {false, t->trace_rec, t->trace_out, nullptr};
@@ -651,7 +656,7 @@ std::vector<Tensor> CoExecSession::trace_call(const OpDef& op, std::span<const T
   r.inputs.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     TensorImpl* t = in[i].impl();
-    if (t->trace_step == step_uid_)
+    if (t->trace_step == step_uid_ && !needs_snapshot(*t))  // (skeleton_call: NumPy may have written it)
       r.inputs[i] = {false, t->trace_rec, t->trace_out, nullptr};
     else {
       trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
