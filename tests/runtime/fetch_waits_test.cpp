@@ -6,6 +6,7 @@
 // optimizer's update of a parameter.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,15 @@ Tensor busy_work(const Tensor& w) {
   Tensor a = w;
   for (int i = 0; i < 6; ++i) a = F::tanh(matmul(a, w) * 0.01);
   return a;
+}
+
+using Program = std::function<void(Engine&, const std::function<void(const Tensor&)>&)>;
+
+// Every value the program observed, bit for bit, in co-execution and lazy mode as in eager.
+void expect_graph_modes_match_eager(const Program& program, uint64_t seed) {
+  auto eager = terra::testing::run_in_mode(Mode::Eager, program, seed);
+  for (Mode m : {Mode::CoExecution, Mode::Lazy})
+    terra::testing::expect_same(eager, terra::testing::run_in_mode(m, program, seed), mode_name(m));
 }
 
 }  // namespace
@@ -53,11 +63,7 @@ TEST(FetchWaits, SeeInPlaceWritesMadeLaterInTheStep) {
       observe(kept);
     }
   };
-  auto eager = terra::testing::run_in_mode(Mode::Eager, program, 11);
-  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
-    auto other = terra::testing::run_in_mode(m, program, 11);
-    terra::testing::expect_same(eager, other, mode_name(m));
-  }
+  expect_graph_modes_match_eager(program, 11);
 }
 
 // The loss is fetched after a step whose later op failed in the graph: the fetch returns eager's
@@ -135,11 +141,7 @@ TEST(FetchWaits, InStepFetchesSeeInPlaceWritesMadeAfterTheValuesOp) {
       observe(loss);
     }
   };
-  auto eager = terra::testing::run_in_mode(Mode::Eager, program, 12);
-  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
-    auto other = terra::testing::run_in_mode(m, program, 12);
-    terra::testing::expect_same(eager, other, mode_name(m));
-  }
+  expect_graph_modes_match_eager(program, 12);
 }
 
 // Inside the step, the loss is fetched after an op that failed in the graph and that the loss does
@@ -199,67 +201,43 @@ TEST(FetchWaits, AnInStepFetchOfAnIndependentValueDoesNotRaiseALaterOpsError) {
 }
 
 // A value the host already read (materialized: it now points at the runner's storage), then
-// wrote in place later in the step: later reads, in and after the step, see the write. The only
-// in-place write into a step's value here is that one (its storage carries the mark).
-TEST(FetchWaits, ReadsSeeAWriteIntoAValueAlreadyRead) {
-  auto program = [](Engine& eng, const std::function<void(const Tensor&)>& observe) {
+// wrote in place later in the step, directly (its storage carries the write's mark) or through
+// aliases taken before the read (a detach, a view: they still hold the placeholder's storage
+// object). Later reads, in and after the step, see the write. Each program makes no other
+// in-place write into a step's value, so each mechanism is checked alone.
+Program write_after_read(bool through_aliases) {
+  return [through_aliases](Engine& eng, const std::function<void(const Tensor&)>& observe) {
     nn::Linear fc(64, 64);
     optim::SGD opt(fc.parameters(), 0.05);
     Tensor x = randn({64, 64});
     for (int s = 0; s < 8; ++s) {
-      Tensor direct;
+      Tensor value;
       {
         auto st = eng.step();
-        direct = fc(x).detach() * 2;
-        observe(direct);  // materialized here
+        value = fc(x).detach() * 3;
+        Tensor alias = value.detach();
+        Tensor view = value.reshape({4096});
+        observe(value);  // materialized here
         Tensor loss = busy_work(fc(x)).sum();
         opt.zero_grad();
         loss.backward();
         opt.step();
-        direct.add_(loss.detach());
-        observe(direct);
+        if (through_aliases) {
+          alias.add_(loss.detach());
+          view.mul_(2);
+        } else {
+          value.add_(loss.detach());
+        }
+        observe(value);
       }
-      observe(direct.sum());
-      observe(direct);
+      observe(value.sum());
+      observe(value);
     }
   };
-  auto eager = terra::testing::run_in_mode(Mode::Eager, program, 13);
-  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
-    auto other = terra::testing::run_in_mode(m, program, 13);
-    terra::testing::expect_same(eager, other, mode_name(m));
-  }
 }
 
-// The same write made through aliases taken before the read (a detach, a view): they still hold
-// the placeholder's storage object, not the runner's storage the read value now points at.
+TEST(FetchWaits, ReadsSeeAWriteIntoAValueAlreadyRead) { expect_graph_modes_match_eager(write_after_read(false), 13); }
+
 TEST(FetchWaits, ReadsSeeAWriteThroughAnAliasMadeBeforeTheValueWasRead) {
-  auto program = [](Engine& eng, const std::function<void(const Tensor&)>& observe) {
-    nn::Linear fc(64, 64);
-    optim::SGD opt(fc.parameters(), 0.05);
-    Tensor x = randn({64, 64});
-    for (int s = 0; s < 8; ++s) {
-      Tensor aliased;
-      {
-        auto st = eng.step();
-        aliased = fc(x).detach() * 3;
-        Tensor alias = aliased.detach();
-        Tensor view = aliased.reshape({4096});
-        observe(aliased);  // materialized here
-        Tensor loss = busy_work(fc(x)).sum();
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        alias.add_(loss.detach());
-        view.mul_(2);
-        observe(aliased);
-      }
-      observe(aliased.mean());
-      observe(aliased);
-    }
-  };
-  auto eager = terra::testing::run_in_mode(Mode::Eager, program, 14);
-  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
-    auto other = terra::testing::run_in_mode(m, program, 14);
-    terra::testing::expect_same(eager, other, mode_name(m));
-  }
+  expect_graph_modes_match_eager(write_after_read(true), 14);
 }
