@@ -26,6 +26,26 @@ Tensor busy_work(const Tensor& w) {
   return a;
 }
 
+// A classifier's loss (set in `loss` before anything can fail), then an op the loss does not
+// depend on that fails in the graph when `fail` (a class index out of range, computed there) after
+// work that keeps the runner busy. Eager raises at that op.
+void loss_before_a_failing_op(nn::Linear& fc, const Tensor& w, bool fail, Tensor& loss) {
+  const Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {6});
+  loss = F::cross_entropy(fc(randn({6, 32})), y);
+  Tensor shift = tensor(std::vector<int64_t>{0, 0, 0, 0, 0, fail ? 9 : 0}, {6});
+  Tensor late = busy_work(w).slice(1, 0, 4).slice(0, 0, 6);
+  F::cross_entropy(late, y + shift);
+}
+
+// engine.synchronize(), its error (if any) noted with the others.
+void synchronize_noting(Engine& eng, std::vector<std::string>& errors) {
+  try {
+    eng.synchronize();
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+}
+
 using Program = std::function<void(Engine&, const std::function<void(const Tensor&)>&)>;
 
 // Every value the program observed, bit for bit, in co-execution and lazy mode as in eager.
@@ -79,12 +99,7 @@ TEST(FetchWaits, AFetchOfAnIndependentValueDoesNotRaiseTheStepsError) {
       Tensor loss;
       try {
         auto st = eng.step();
-        Tensor x = randn({6, 32});
-        loss = F::cross_entropy(fc(x), tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {6}));
-        Tensor shift = tensor(std::vector<int64_t>{0, 0, 0, 0, 0, s == 5 ? 9 : 0}, {6});
-        Tensor late = busy_work(w).slice(1, 0, 4).slice(0, 0, 6);  // the runner is busy here
-        Tensor bad = F::cross_entropy(late, tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {6}) + shift);
-        (void)bad;
+        loss_before_a_failing_op(fc, w, s == 5, loss);
       } catch (const std::exception& e) {
         errors.push_back(e.what());
       }
@@ -95,11 +110,7 @@ TEST(FetchWaits, AFetchOfAnIndependentValueDoesNotRaiseTheStepsError) {
         errors.push_back(e.what());
       }
     }
-    try {
-      eng.synchronize();
-    } catch (const std::exception& e) {
-      errors.push_back(e.what());
-    }
+    synchronize_noting(eng, errors);
   };
   std::vector<float> eager_fetched;
   std::vector<std::string> eager_errors;
@@ -157,12 +168,8 @@ TEST(FetchWaits, AnInStepFetchOfAnIndependentValueDoesNotRaiseALaterOpsError) {
       bool fetching = false;
       try {
         auto st = eng.step();
-        Tensor x = randn({6, 32});
-        Tensor loss = F::cross_entropy(fc(x), tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {6}));
-        Tensor shift = tensor(std::vector<int64_t>{0, 0, 0, 0, 0, s == 5 ? 9 : 0}, {6});
-        Tensor late = busy_work(w).slice(1, 0, 4).slice(0, 0, 6);
-        Tensor bad = F::cross_entropy(late, tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {6}) + shift);
-        (void)bad;
+        Tensor loss;
+        loss_before_a_failing_op(fc, w, s == 5, loss);
         fetching = true;
         fetched.push_back(loss.item<float>());
         fetching = false;
@@ -170,11 +177,7 @@ TEST(FetchWaits, AnInStepFetchOfAnIndependentValueDoesNotRaiseALaterOpsError) {
         errors.push_back(std::string(fetching ? "at the fetch: " : "") + e.what());
       }
     }
-    try {
-      eng.synchronize();
-    } catch (const std::exception& e) {
-      errors.push_back(e.what());
-    }
+    synchronize_noting(eng, errors);
   };
   std::vector<float> eager_fetched;
   std::vector<std::string> eager_errors;
