@@ -31,6 +31,7 @@
 
 #include "binding.h"
 #include "terra/trace/location.h"
+#include "terra/trace/return_address.h"
 
 namespace terra::python {
 namespace {
@@ -81,6 +82,7 @@ __attribute__((noinline)) void cpp_frames(trace::Location& out, bool to_interpre
     if (!to_interpreter && base && fp >= base) break;
     uintptr_t ret = fp[1];
     if (to_interpreter && in_interpreter(ret)) break;
+    if (!trace::is_return_address(ret)) break;  // code without frame pointers: the rest is not a chain
     out.frames.push_back(ret);
     auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
     if (next <= fp) break;

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "terra/trace/return_address.h"
+
 namespace terra::trace {
 namespace {
 thread_local void* t_base = nullptr;
@@ -49,6 +51,7 @@ __attribute__((noinline)) void capture_location(Location& out) {
     for (int n = 0; fp && n < kMaxFrames; ++n) {
       if (base && fp >= base) break;
       uintptr_t ret = fp[1];
+      if (!is_return_address(ret)) break;  // code without frame pointers: the rest is not a chain
       out.frames.push_back(ret);
       auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
       if (next <= fp) break;  // not a sane frame chain: stop rather than read garbage

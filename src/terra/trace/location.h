@@ -32,7 +32,8 @@ using LocationProvider = void (*)(Location& out);
 void set_location_provider(LocationProvider p);
 
 // Captures the current location (frame-pointer walk; terra and code linked to terra::terra are
-// compiled with -fno-omit-frame-pointer).
+// compiled with -fno-omit-frame-pointer). The walk ends at the first word that is not a return
+// address, so a program built without frame pointers is located up to its innermost frame.
 void capture_location(Location& out);
 
 }  // namespace terra::trace
