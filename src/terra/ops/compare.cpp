@@ -119,6 +119,23 @@ std::vector<TensorMeta> infer_where(std::span<const Tensor> in, const Attrs&) {
   return {{s, in[1].dtype()}};
 }
 
+// One select per element; a scalar side is read once. Pointers and scalars are the loop's own locals:
+// read through the closure, they would be reloaded after every store (which may alias the closure),
+// and the loop would stay scalar and branchy.
+template <class T, bool ScalarA, bool ScalarB>
+void where_dense(const uint8_t* pc, const T* pa, const T* pb, T* po, int64_t n) {
+  cpu::parallel_for(n, cpu::kGrain, [pc, pa, pb, po](int64_t s, int64_t e) {
+    const uint8_t* c = pc;
+    const T *a = pa, *b = pb;
+    T* o = po;
+    const T va = ScalarA ? a[0] : T(), vb = ScalarB ? b[0] : T();
+    for (int64_t i = s; i < e; ++i) {
+      const T x = ScalarA ? va : a[i], y = ScalarB ? vb : b[i];  // both loaded: a select, not a branch
+      o[i] = c[i] != 0 ? x : y;
+    }
+  });
+}
+
 void kernel_where(const KernelArgs& k) {
   TensorImpl &c = *k.in[0].impl(), &a = *k.in[1].impl(), &b = *k.in[2].impl(), &o = *k.out[0].impl();
   const int64_t n = o.numel;
@@ -131,35 +148,9 @@ void kernel_where(const KernelArgs& k) {
     T* po = o.data_as<T>();
     // Contiguous fast paths for the common forms: where(c, x, y), where(c, x, 0), where(c, 0, x).
     if (cpu::dense(c, n) && o.is_contiguous()) {
-      if (cpu::dense(a, n) && cpu::dense(b, n)) {
-        cpu::parallel_for(n, cpu::kGrain, [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) {
-            const T x = pa[i], y = pb[i];  // both loaded: a select, not a branch
-            po[i] = pc[i] != 0 ? x : y;
-          }
-        });
-        return;
-      }
-      if (cpu::dense(a, n) && b.numel == 1) {
-        const T v = pb[0];
-        cpu::parallel_for(n, cpu::kGrain, [&, v](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) {
-            const T x = pa[i];
-            po[i] = pc[i] != 0 ? x : v;
-          }
-        });
-        return;
-      }
-      if (a.numel == 1 && cpu::dense(b, n)) {
-        const T v = pa[0];
-        cpu::parallel_for(n, cpu::kGrain, [&, v](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) {
-            const T y = pb[i];
-            po[i] = pc[i] != 0 ? v : y;
-          }
-        });
-        return;
-      }
+      if (cpu::dense(a, n) && cpu::dense(b, n)) return where_dense<T, false, false>(pc, pa, pb, po, n);
+      if (cpu::dense(a, n) && b.numel == 1) return where_dense<T, false, true>(pc, pa, pb, po, n);
+      if (a.numel == 1 && cpu::dense(b, n)) return where_dense<T, true, false>(pc, pa, pb, po, n);
     }
     cpu::ternary_loop<bool, T, T, T>(c, a, b, o, [](bool m, T x, T y) { return m ? x : y; });
   });
