@@ -35,7 +35,7 @@ template <class F>
 void float_unary(const KernelArgs& k, F f) {
   visit_floating(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
+    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [f](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
   });
 }
 

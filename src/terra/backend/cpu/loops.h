@@ -79,7 +79,13 @@ void unary_loop(TensorImpl& a, TensorImpl& out, F f) {
   int64_t n = out.numel;
   if (dense(a, n) && out.is_contiguous()) {
     parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) po[i] = f(pa[i]);
+      // The loop's own copies of the pointers and of f: read through the closure (captured by
+      // reference), they are reloaded after every store when f holds a scalar of the output's
+      // type (a masked_fill value, a slope), which may alias it, and the loop stays scalar.
+      const TA* a_ = pa;
+      TO* o_ = po;
+      const F g = f;
+      for (int64_t i = b; i < e; ++i) o_[i] = g(a_[i]);
     });
     return;
   }
@@ -100,21 +106,33 @@ void binary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& out, F f) {
   if (out.is_contiguous()) {
     if (dense(a, n) && dense(b, n)) {
       parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
+        const TA* a_ = pa;  // the loop's own copies (see unary_loop)
+        const TB* b_ = pb;
+        TO* o_ = po;
+        const F g = f;
+        for (int64_t i = s; i < e; ++i) o_[i] = g(a_[i], b_[i]);
       });
       return;
     }
     if (dense(a, n) && b.numel == 1) {
       const TB v = pb[0];
       parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], v);
+        const TA* a_ = pa;  // the loop's own copies (see unary_loop)
+        TO* o_ = po;
+        const F g = f;
+        const TB w = v;
+        for (int64_t i = s; i < e; ++i) o_[i] = g(a_[i], w);
       });
       return;
     }
     if (a.numel == 1 && dense(b, n)) {
       const TA v = pa[0];
       parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i) po[i] = f(v, pb[i]);
+        const TB* b_ = pb;  // the loop's own copies (see unary_loop)
+        TO* o_ = po;
+        const F g = f;
+        const TA w = v;
+        for (int64_t i = s; i < e; ++i) o_[i] = g(w, b_[i]);
       });
       return;
     }
@@ -128,6 +146,7 @@ void binary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& out, F f) {
     const int64_t inner = out.shape[r - 1], rows = inner ? n / inner : 0;
     const bool ua = sa[r - 1] == 1, ub = sb[r - 1] == 1;
     parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t s, int64_t e) {
+      const F g = f;  // the loops' own copy (see unary_loop)
       for (int64_t row = s; row < e; ++row) {
         int64_t oa = 0, ob = 0, rem = row;
         for (size_t d = r - 1; d-- > 0;) {
@@ -140,15 +159,15 @@ void binary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& out, F f) {
         const TB* rb = pb + ob;
         TO* ro = po + row * inner;
         if (ua && ub) {
-          for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i], rb[i]);
+          for (int64_t i = 0; i < inner; ++i) ro[i] = g(ra[i], rb[i]);
         } else if (ua) {
           const TB v = rb[0];
-          for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i], v);
+          for (int64_t i = 0; i < inner; ++i) ro[i] = g(ra[i], v);
         } else if (ub) {
           const TA v = ra[0];
-          for (int64_t i = 0; i < inner; ++i) ro[i] = f(v, rb[i]);
+          for (int64_t i = 0; i < inner; ++i) ro[i] = g(v, rb[i]);
         } else {
-          const TO v = f(ra[0], rb[0]);
+          const TO v = g(ra[0], rb[0]);
           for (int64_t i = 0; i < inner; ++i) ro[i] = v;
         }
       }
