@@ -144,10 +144,15 @@ Engine::Engine(Mode mode) : impl_(std::make_shared<EngineImpl>(mode)) {}
 Engine::~Engine() = default;
 
 __attribute__((noinline)) Step Engine::step() {
+#if defined(__x86_64__)
   // The caller's stack pointer at this call (our frame address + saved fp + return address): frames
   // at or above it are the caller's and its callers'. Not the caller's saved frame pointer: a caller
   // compiled without frame pointers leaves any value there.
   void* base = static_cast<char*>(__builtin_frame_address(0)) + 2 * sizeof(void*);
+#else
+  // Elsewhere the frame record need not sit at the top of the frame: the caller's frame pointer.
+  void* base = static_cast<void**>(__builtin_frame_address(0))[0];
+#endif
   impl_->begin(base);
   return Step(impl_);
 }
