@@ -38,8 +38,8 @@ void update_loop(const Tensor& out, F f, const In&... in) {
   const int64_t n = o.numel;
   if (o.is_contiguous() && (in.impl()->is_contiguous() && ...)) {
     cpu::parallel_for(n, cpu::kGrain, [&, ... p = in.impl()->template data_as<T>()](int64_t b, int64_t e) {
-      // The loop's own copies: f's scalars read through the closure may alias the stores (the same
-      // type) and would be reloaded every element, keeping the loop scalar.
+      // The loop's own copies (as cpu::unary_loop): read through the closure, f's scalars may alias
+      // the stores (the same type) and are reloaded in the loop body (these loops vectorized anyway).
       T* o_ = po;
       const F g = f;
       for (int64_t i = b; i < e; ++i) o_[i] = g(o_[i], p[i]...);
