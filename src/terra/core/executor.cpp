@@ -1,6 +1,7 @@
 #include "terra/core/executor.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace terra {
 namespace {
@@ -41,6 +42,9 @@ void ExecutorStack::replace(Executor* old, Executor* now) {
 }
 
 Executor* current_executor() { return t_stack_raw ? t_stack_raw->top() : nullptr; }
+
+EagerScope::EagerScope() : saved_(std::exchange(t_stack_raw, nullptr)) {}
+EagerScope::~EagerScope() { t_stack_raw = saved_; }
 
 ExecutorScope::ExecutorScope(Executor* e) : stack_(ExecutorStack::of_this_thread()), e_(e) { stack_->push(e); }
 ExecutorScope::~ExecutorScope() { stack_->remove(e_); }

@@ -56,4 +56,17 @@ class ExecutorScope {
   Executor* e_;
 };
 
+// Runs this thread's op calls eagerly for the scope's life, whatever executors are installed (a
+// host thread running kernel chunks for its GraphRunner while it waits, runtime/lend_core.h).
+class EagerScope {
+ public:
+  EagerScope();
+  ~EagerScope();
+  EagerScope(const EagerScope&) = delete;
+  EagerScope& operator=(const EagerScope&) = delete;
+
+ private:
+  ExecutorStack* saved_;
+};
+
 }  // namespace terra

@@ -82,6 +82,7 @@ struct StepState {
   Channel* runner = nullptr;
   std::shared_ptr<std::atomic<int>> host_waiting;  // the runner's count of blocked host threads
   bool finished = false;                           // guarded by mu
+  std::atomic<bool> ended{false};                  // `finished`, for waits that poll without mu
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
   const trace::TraceGraph* tg = nullptr;  // names the failed op's call site (unchanged while steps run)

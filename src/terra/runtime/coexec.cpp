@@ -1,7 +1,9 @@
 #include "terra/runtime/coexec.h"
 
 #include "terra/core/object_pool.h"
+#include "terra/core/threads.h"
 #include "terra/core/wait.h"
+#include "terra/runtime/lend_core.h"
 #include "terra/runtime/placeholder.h"
 
 #include <algorithm>
@@ -24,13 +26,21 @@ static void wait_step(StepState& st, uint64_t n) {
   if (st.done.load() >= n) return;
   auto t = Clock::now();
   HostWaiting blocked(st.host_waiting.get());
-  // Spin a little (yielding) before sleeping: the runner is usually a few ops away, and a sleeping
-  // host wakes tens of microseconds late while the runner waits for its next validations.
-  spin_until([&] { return st.done.load(std::memory_order_acquire) >= n; }, 64);
+  // Say so first: a runner holding validated ops of a fused segment runs them now, and the runner
+  // signals once it reaches n.
   st.host_waits_for.store(n);
   {
-    std::unique_lock<std::mutex> g(st.mu);
+    std::lock_guard<std::mutex> g(st.mu);
     if (!st.finished && st.runner) st.runner->notify();  // alive: the runner has not finished this step
+  }
+  // Before sleeping, the host lends its core to the runner's loops (lend_core.h), or with one
+  // thread spins a little (yielding): the runner is usually a few ops away, and a sleeping host
+  // wakes tens of microseconds late.
+  auto ready = [&] { return st.done.load(std::memory_order_acquire) >= n || st.ended.load(std::memory_order_acquire); };
+  if (num_threads() > 1) lend_core_while(ready);
+  else spin_until(ready, 64);
+  {
+    std::unique_lock<std::mutex> g(st.mu);
     st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
   }
   st.host_waits_for.store(~0ull);

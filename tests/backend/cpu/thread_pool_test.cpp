@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -130,6 +131,93 @@ TEST(ThreadPool, LeavesACoreToABusyHost) {
   leave_core_to_host(nullptr);
   host_waiting = 0;
   EXPECT_EQ(loop_helpers(), 1);
+}
+
+// A thread that waits lends its core (pool_help): a loop started while it helps runs chunks on
+// it instead of a worker, and the helper returns once its condition holds.
+TEST(ThreadPool, AWaitingThreadHelpsInsteadOfAWorker) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> helping{false};
+  std::thread::id guest_id;
+  bool returned_ready = false;
+  std::thread guest([&] {
+    guest_id = std::this_thread::get_id();
+    helping = true;
+    auto done = [](void* c) { return static_cast<std::atomic<bool>*>(c)->load(); };
+    returned_ready = pool_help(done, &stop, 10'000'000);  // 10 s: returns on `stop` long before
+  });
+  while (!helping.load() || !pool_guest_ready()) std::this_thread::yield();
+  EXPECT_EQ(finer_grain(32768), 4096);  // a guest is awake: loops may cut finer chunks
+  // The loop's two chunks wait for each other: both arrive only if the guest took one.
+  std::mutex mu;
+  std::set<std::thread::id> ran;
+  std::atomic<int> arrived{0};
+  parallel_for(2, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      ran.insert(std::this_thread::get_id());
+    }
+    arrived.fetch_add(1);
+    for (int i = 0; i < 2'000'000 && arrived.load() < 2; ++i) std::this_thread::yield();
+  });
+  EXPECT_EQ(arrived.load(), 2);
+  stop = true;
+  guest.join();
+  EXPECT_TRUE(returned_ready);
+  EXPECT_TRUE(ran.count(guest_id)) << "the guest ran no chunk";
+  EXPECT_EQ(ran.size(), 2u);  // the caller and the guest: no worker was woken beside the guest
+  EXPECT_FALSE(pool_guest_ready());
+  EXPECT_EQ(finer_grain(32768), 32768);
+}
+
+// A guest whose condition never holds gives up after its budget; with nothing published it only
+// waits. Inside a pool loop a thread is never a guest (it returns at once).
+TEST(ThreadPool, AGuestReturnsAfterItsBudget) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  auto never = [](void*) { return false; };
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(pool_help(never, nullptr, 2000));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::microseconds(2000));
+  // Chunks of a loop run with the pool's nesting mark, on a worker or on the caller.
+  std::atomic<int> nested_true{0};
+  t0 = std::chrono::steady_clock::now();
+  parallel_for(2, 1, [&](int64_t, int64_t) { nested_true += pool_help(never, nullptr, 10'000'000); });
+  EXPECT_EQ(nested_true.load(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_FALSE(pool_guest_ready());
+}
+
+// A guest takes a forked task too, and the task's error reaches its joiner.
+TEST(ThreadPool, AGuestRunsAForkedTaskAndItsErrorReachesTheJoiner) {
+  ThreadsGuard g;
+  set_num_threads(2);
+  std::atomic<bool> stop{false}, helping{false};
+  std::thread::id guest_id, ran_on;
+  std::thread guest([&] {
+    guest_id = std::this_thread::get_id();
+    helping = true;
+    pool_help([](void* c) { return static_cast<std::atomic<bool>*>(c)->load(); }, &stop, 10'000'000);
+  });
+  while (!helping.load() || !pool_guest_ready()) std::this_thread::yield();
+  struct Ctx {
+    std::thread::id* ran_on;
+    std::atomic<bool> claimed{false};
+  } ctx{&ran_on};
+  auto task = [](void* c, int64_t, int64_t) {
+    auto& x = *static_cast<Ctx*>(c);
+    *x.ran_on = std::this_thread::get_id();
+    x.claimed = true;
+    throw std::runtime_error("task failed");
+  };
+  ForkedTask t = pool_fork(task, &ctx);
+  for (int i = 0; i < 2'000'000 && !ctx.claimed.load(); ++i) std::this_thread::yield();
+  EXPECT_THROW(t.join(), std::runtime_error);
+  stop = true;
+  guest.join();
+  EXPECT_EQ(ran_on, guest_id);
 }
 
 TEST(ThreadPool, ConcurrentCallersEachGetEveryIndex) {

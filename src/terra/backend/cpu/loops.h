@@ -78,7 +78,7 @@ void unary_loop(TensorImpl& a, TensorImpl& out, F f) {
   TO* po = out.data_as<TO>();
   int64_t n = out.numel;
   if (dense(a, n) && out.is_contiguous()) {
-    parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+    parallel_for(n, finer_grain(kGrain), [&](int64_t b, int64_t e) {
       // The loop's own copies of the pointers and of f: read through the closure (captured by
       // reference), they are reloaded after every store when f holds a scalar of the output's
       // type (a masked_fill value, a slope), which may alias it, and the loop stays scalar.
@@ -105,7 +105,7 @@ void binary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& out, F f) {
   int64_t n = out.numel;
   if (out.is_contiguous()) {
     if (dense(a, n) && dense(b, n)) {
-      parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
+      parallel_for(n, finer_grain(kGrain), [&](int64_t s, int64_t e) {
         const TA* a_ = pa;  // the loop's own copies (see unary_loop)
         const TB* b_ = pb;
         TO* o_ = po;

@@ -149,7 +149,7 @@ void layer_norm(const KernelArgs& k) {
     T* py = k.out[0].impl()->data_as<T>();
     T* pm = k.out[1].impl()->data_as<T>();
     T* pi = k.out[2].impl()->data_as<T>();
-    cpu::parallel_for(R, grain_for(D), [&](int64_t r0, int64_t r1) {
+    cpu::parallel_for(R, cpu::finer_grain(grain_for(D)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* p = px + r * D;
         double sum = 0, sq = 0;
@@ -184,7 +184,7 @@ void layer_norm_backward(const KernelArgs& k) {
     T* gx = k.out[0].impl()->data_as<T>();
     T* gw = k.out[1].impl()->data_as<T>();
     T* gb = k.out[2].impl()->data_as<T>();
-    cpu::parallel_for(R, grain_for(D), [&](int64_t r0, int64_t r1) {
+    cpu::parallel_for(R, cpu::finer_grain(grain_for(D)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T *g = pg + r * D, *p = px + r * D;
         const double m = double(pm[r]), is = double(pi[r]);

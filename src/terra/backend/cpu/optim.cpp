@@ -286,7 +286,7 @@ void run_adam(ParamBatch<AdamParam<T>>& batch, bool coupled, bool scaled, bool d
   with_flag(coupled, [&](auto cp) {
     with_flag(scaled, [&](auto sc) {
       with_flag(decoupled, [&](auto dc) {
-        batch.run(kUpdateGrain, [&](const AdamParam<T>& q, int64_t lo, int64_t hi) {
+        batch.run(cpu::finer_grain(kUpdateGrain), [&](const AdamParam<T>& q, int64_t lo, int64_t hi) {
           adam_pass<T, decltype(cp)::value, decltype(sc)::value, decltype(dc)::value>(q.p, q.m, q.v, q.g, lo, hi, q.c);
         });
       });
@@ -379,7 +379,7 @@ void run_sgd(ParamBatch<SgdParam<T>>& batch, const SgdConsts<T>& c, bool has_buf
     with_flag(decay, [&](auto dc) {
       with_flag(damp, [&](auto dp) {
         with_flag(nesterov, [&](auto nv) {
-          batch.run(kUpdateGrain, [&](const SgdParam<T>& q, int64_t lo, int64_t hi) {
+          batch.run(cpu::finer_grain(kUpdateGrain), [&](const SgdParam<T>& q, int64_t lo, int64_t hi) {
             sgd_pass<T, decltype(hb)::value, decltype(dc)::value, decltype(dp)::value, decltype(nv)::value>(
                 q.p, q.buf, q.g, lo, hi, q.fac, c);
           });

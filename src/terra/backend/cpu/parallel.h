@@ -13,6 +13,11 @@ namespace terra::cpu {
 // Elements below which a loop stays on the calling thread (waking a worker costs ~1-5 us).
 constexpr int64_t kGrain = 32768;
 
+// The grain of a loop whose values do not depend on its partition (elementwise maps, rows of a
+// normalization, parameters of an update): an eighth of `grain` while a guest helps the pool
+// (pool_guest_ready: a helper already awake on an idle core costs no wake-up), else `grain`.
+inline int64_t finer_grain(int64_t grain) { return pool_guest_ready() ? std::max<int64_t>(grain / 8, 1) : grain; }
+
 // Calls f(begin, end) over disjoint ranges covering [0, n). The ranges are a fixed function of
 // (n, grain, num_threads()); f must not depend on which thread runs a range.
 template <class F>

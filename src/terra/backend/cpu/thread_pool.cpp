@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -63,6 +64,7 @@ struct Job {
   std::atomic<int> caller_sleeping{0};
   // Workers that may still join (the gate's limit); a worker past it leaves the chunks to others.
   std::atomic<int> seats{INT32_MAX};
+  std::atomic<int> guest_seats{0};  // the same, for guests (pool_help)
   // The lowest chunk that threw, and its exception: the error a serial loop would have raised
   // first, whatever the timing. Chunks after it are skipped; chunks before it still run.
   std::atomic<int64_t> failed_chunk{INT64_MAX};
@@ -109,6 +111,7 @@ class Pool {
     new (&mu_) std::mutex();  // a worker may have held it at the fork
     current_.reset();
     sleepers_.store(0);
+    guests_.store(0);
     t_in_parallel = false;
     stop_.store(false);
     busy_.store(false);
@@ -142,7 +145,11 @@ class Pool {
     const int seats = loop_helpers();
     if (seats <= 0 || t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return nullptr;
     auto job = std::make_shared<Job>();
-    job->seats.store(seats, std::memory_order_relaxed);
+    // Guests first: they are awake on a core of their own; a worker woken beside them would share
+    // a core with one (workers are pinned, guests are not).
+    const int guests = std::min(seats, guests_.load(std::memory_order_seq_cst));
+    job->seats.store(seats - guests, std::memory_order_relaxed);
+    job->guest_seats.store(guests, std::memory_order_relaxed);
     job->n = n;
     job->p = p;
     job->fn = fn;
@@ -157,10 +164,55 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       current_ = job;
     }
-    epoch_.fetch_add(1, std::memory_order_seq_cst);
-    wake_all(epoch_, sleepers_);
+    if (guests > 0) guest_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    if (seats > guests) {
+      epoch_.fetch_add(1, std::memory_order_seq_cst);
+      wake_all(epoch_, sleepers_);
+    }
     return job;
   }
+
+ public:
+  bool help(bool (*done)(void*), void* ctx, int64_t budget_us) {
+    if (t_in_parallel) return done(ctx);  // a worker or a loop's caller: never a guest as well
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(budget_us);
+    guests_.fetch_add(1, std::memory_order_seq_cst);
+    // A job published before this guest counted has no seat for it: look from the next one on.
+    uint32_t seen = guest_epoch_.load(std::memory_order_seq_cst);
+    bool ok = false;
+    for (int i = 1;; ++i) {
+      if (done(ctx)) {
+        ok = true;
+        break;
+      }
+      const uint32_t e = guest_epoch_.load(std::memory_order_acquire);
+      if (e != seen) {
+        seen = e;
+        std::shared_ptr<Job> job;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          job = current_;
+        }
+        if (job && job->guest_seats.fetch_sub(1, std::memory_order_relaxed) > 0) {
+          t_in_parallel = true;  // loops inside a chunk run serially here, as on a worker
+          job->work();
+          t_in_parallel = false;
+          continue;
+        }
+      }
+      _mm_pause();
+      if ((i & 63) == 0) {
+        if (std::chrono::steady_clock::now() > until) break;
+        sched_yield();  // anything else runnable here (another process) goes first
+      }
+    }
+    guests_.fetch_sub(1, std::memory_order_seq_cst);
+    return ok;
+  }
+
+  bool guest_ready() const { return guests_.load(std::memory_order_relaxed) > 0; }
+
+ private:
 
   void finish(Job& job) {
     if (job.done.load(std::memory_order_acquire) != job.p.count) await_change(job.finished, 0, job.caller_sleeping);
@@ -215,6 +267,8 @@ class Pool {
 
   std::atomic<bool> busy_{false}, stop_{false};
   std::atomic<uint32_t> epoch_{0};
+  std::atomic<int> guests_{0};               // threads inside help()
+  std::atomic<uint32_t> guest_epoch_{0};     // bumped when a job has guest seats
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::shared_ptr<Job> current_;
@@ -275,5 +329,12 @@ ForkedTask::~ForkedTask() {
 }
 
 bool in_parallel_region() { return t_in_parallel; }
+
+bool pool_help(bool (*done)(void*), void* ctx, int64_t budget_us) { return pool().help(done, ctx, budget_us); }
+
+bool pool_guest_ready() {
+  Pool* p = pool_ptr();
+  return p && p->guest_ready();
+}
 
 }  // namespace terra::cpu

@@ -52,4 +52,16 @@ ForkedTask pool_fork(ChunkFn fn, void* ctx);
 // True on pool workers and on a caller while it runs chunks.
 bool in_parallel_region();
 
+// A thread that waits for another one lends its core meanwhile (the co-execution host blocked on
+// its GraphRunner): until done(ctx) holds or `budget_us` microseconds passed, it runs chunks and
+// forked tasks of the loops published while it helps, as a worker would. A loop started while a
+// guest helps takes the guest in place of a sleeping worker (no wake-up; the guest's core is the
+// idle one). Returns done(ctx)'s last value. The caller makes its thread fit to run kernels (no
+// executor of its own installed, no autograd recording): runtime::lend_core_while does.
+// A chunk the guest claimed runs to its end, so done() may hold a chunk's length before it returns.
+bool pool_help(bool (*done)(void* ctx), void* ctx, int64_t budget_us);
+// True while a guest helps (above): a loop started now gets a helper that is already awake, so
+// loops whose values do not depend on their partition may cut finer chunks (finer_grain).
+bool pool_guest_ready();
+
 }  // namespace terra::cpu
