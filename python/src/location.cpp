@@ -31,7 +31,7 @@
 
 #include "binding.h"
 #include "terra/trace/location.h"
-#include "terra/trace/return_address.h"
+#include "terra/trace/frame_walk.h"
 
 namespace terra::python {
 namespace {
@@ -76,18 +76,10 @@ void find_interpreter_ranges() {
 // interpreter (or, without Python on this thread, up to the step's C++ base frame).
 __attribute__((noinline)) void cpp_frames(trace::Location& out, bool to_interpreter) {
   auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
-  auto* base = static_cast<uintptr_t*>(trace::step_base());
   for (int skip = 0; skip < 3 && fp; ++skip) fp = reinterpret_cast<uintptr_t*>(fp[0]);
-  for (int n = 0; fp && n < kMaxCppFrames; ++n) {
-    if (!to_interpreter && base && fp >= base) break;
-    uintptr_t ret = fp[1];
-    if (to_interpreter && in_interpreter(ret)) break;
-    if (!trace::is_return_address(ret)) break;  // code without frame pointers: the rest is not a chain
-    out.frames.push_back(ret);
-    auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
-    if (next <= fp) break;
-    fp = next;
-  }
+  const auto* base = to_interpreter ? nullptr : static_cast<const uintptr_t*>(trace::step_base());
+  trace::walk_frames(fp, base, kMaxCppFrames, out.frames,
+                     [&](uintptr_t ret) { return to_interpreter && in_interpreter(ret); });
 }
 
 // Code objects that appear in locations, retained (strong references) so their addresses stay

@@ -12,6 +12,8 @@
 #include "terra/core/dispatch.h"
 #include "terra/core/execute.h"
 #include "terra/core/threads.h"
+#include "terra/runtime/lend_core.h"
+#include "terra/core/threads.h"
 #include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {
@@ -59,7 +61,11 @@ GraphRunner::~GraphRunner() {
 }
 
 void GraphRunner::wait_steps_finished(uint64_t n) {
+  if (steps_finished_.load() >= n) return;
   HostWaiting blocked(host_waiting_.get());  // only host threads wait here: the runner may use every core
+  // The run-ahead bound and synchronize() lend the host's core too (lend_core.h).
+  if (num_threads() > 1 && lend_core_while([&] { return steps_finished_.load(std::memory_order_acquire) >= n; }))
+    return;
   std::unique_lock<std::mutex> g(mu_);
   cv_.wait(g, [&] { return steps_finished_.load() >= n; });
 }

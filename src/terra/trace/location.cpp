@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "terra/trace/return_address.h"
+#include "terra/trace/frame_walk.h"
 
 namespace terra::trace {
 namespace {
@@ -46,17 +46,8 @@ __attribute__((noinline)) void capture_location(Location& out) {
     // Start at the caller's frame: the executor calling us differs between tracing and
     // co-execution, everything above it (dispatch and the program) must compare equal.
     auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
-    auto* base = static_cast<uintptr_t*>(t_base);
     if (fp) fp = reinterpret_cast<uintptr_t*>(fp[0]);
-    for (int n = 0; fp && n < kMaxFrames; ++n) {
-      if (base && fp >= base) break;
-      uintptr_t ret = fp[1];
-      if (!is_return_address(ret)) break;  // code without frame pointers: the rest is not a chain
-      out.frames.push_back(ret);
-      auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
-      if (next <= fp) break;  // not a sane frame chain: stop rather than read garbage
-      fp = next;
-    }
+    walk_frames(fp, static_cast<uintptr_t*>(t_base), kMaxFrames, out.frames, [](uintptr_t) { return false; });
   }
   // FNV-1a per word in two interleaved lanes: half the serial multiply chain of one lane (this runs
   // on every op call). Only compared within this process, never stored.
