@@ -13,7 +13,6 @@
 #include "terra/core/execute.h"
 #include "terra/core/threads.h"
 #include "terra/runtime/lend_core.h"
-#include "terra/core/threads.h"
 #include "terra/trace/trace_graph.h"
 
 namespace terra::runtime {

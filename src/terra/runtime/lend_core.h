@@ -2,6 +2,7 @@
 // idle core, and the runner's loops can take it as a guest helper (cpu::pool_help) with no wake-up.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "terra/autograd/grad_mode.h"
 #include "terra/backend/cpu/thread_pool.h"

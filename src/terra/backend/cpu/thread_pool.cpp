@@ -48,6 +48,10 @@ void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
 
 thread_local bool t_in_parallel = false;
 
+// Threads inside pool_help. Outside the Pool: pool_guest_ready() reads it from any thread, and
+// must not race with the pool's lazy creation.
+std::atomic<int> g_guests{0};
+
 void pool_in_child();
 
 }  // namespace
@@ -111,7 +115,7 @@ class Pool {
     new (&mu_) std::mutex();  // a worker may have held it at the fork
     current_.reset();
     sleepers_.store(0);
-    guests_.store(0);
+    g_guests.store(0);
     t_in_parallel = false;
     stop_.store(false);
     busy_.store(false);
@@ -147,7 +151,7 @@ class Pool {
     auto job = std::make_shared<Job>();
     // Guests first: they are awake on a core of their own; a worker woken beside them would share
     // a core with one (workers are pinned, guests are not).
-    const int guests = std::min(seats, guests_.load(std::memory_order_seq_cst));
+    const int guests = std::min(seats, g_guests.load(std::memory_order_seq_cst));
     job->seats.store(seats - guests, std::memory_order_relaxed);
     job->guest_seats.store(guests, std::memory_order_relaxed);
     job->n = n;
@@ -176,7 +180,7 @@ class Pool {
   bool help(bool (*done)(void*), void* ctx, int64_t budget_us) {
     if (t_in_parallel) return done(ctx);  // a worker or a loop's caller: never a guest as well
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(budget_us);
-    guests_.fetch_add(1, std::memory_order_seq_cst);
+    g_guests.fetch_add(1, std::memory_order_seq_cst);
     // A job published before this guest counted has no seat for it: look from the next one on.
     uint32_t seen = guest_epoch_.load(std::memory_order_seq_cst);
     bool ok = false;
@@ -206,14 +210,11 @@ class Pool {
         sched_yield();  // anything else runnable here (another process) goes first
       }
     }
-    guests_.fetch_sub(1, std::memory_order_seq_cst);
+    g_guests.fetch_sub(1, std::memory_order_seq_cst);
     return ok;
   }
 
-  bool guest_ready() const { return guests_.load(std::memory_order_relaxed) > 0; }
-
  private:
-
   void finish(Job& job) {
     if (job.done.load(std::memory_order_acquire) != job.p.count) await_change(job.finished, 0, job.caller_sleeping);
     {
@@ -267,7 +268,6 @@ class Pool {
 
   std::atomic<bool> busy_{false}, stop_{false};
   std::atomic<uint32_t> epoch_{0};
-  std::atomic<int> guests_{0};               // threads inside help()
   std::atomic<uint32_t> guest_epoch_{0};     // bumped when a job has guest seats
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
@@ -332,9 +332,6 @@ bool in_parallel_region() { return t_in_parallel; }
 
 bool pool_help(bool (*done)(void*), void* ctx, int64_t budget_us) { return pool().help(done, ctx, budget_us); }
 
-bool pool_guest_ready() {
-  Pool* p = pool_ptr();
-  return p && p->guest_ready();
-}
+bool pool_guest_ready() { return g_guests.load(std::memory_order_relaxed) > 0; }
 
 }  // namespace terra::cpu
