@@ -81,8 +81,8 @@ struct StepState {
   // fused segment while it waits for the rest runs them at once. Used under `mu` while !finished.
   Channel* runner = nullptr;
   std::shared_ptr<std::atomic<int>> host_waiting;  // the runner's count of blocked host threads
-  bool finished = false;                           // guarded by mu
-  std::atomic<bool> ended{false};                  // `finished`, for waits that poll without mu
+  // Written under mu (waits on cv read it there); atomic so a polling wait may read it without mu.
+  std::atomic<bool> finished{false};
   std::exception_ptr error;                        // guarded by mu
   uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
   const trace::TraceGraph* tg = nullptr;  // names the failed op's call site (unchanged while steps run)

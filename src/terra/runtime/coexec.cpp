@@ -36,7 +36,7 @@ static void wait_step(StepState& st, uint64_t n) {
   // Before sleeping, the host lends its core to the runner's loops (lend_core.h), or with one
   // thread spins a little (yielding): the runner is usually a few ops away, and a sleeping host
   // wakes tens of microseconds late.
-  auto ready = [&] { return st.done.load(std::memory_order_acquire) >= n || st.ended.load(std::memory_order_acquire); };
+  auto ready = [&] { return st.done.load(std::memory_order_acquire) >= n || st.finished.load(std::memory_order_acquire); };
   if (num_threads() > 1) lend_core_while(ready);
   else spin_until(ready, 64);
   {

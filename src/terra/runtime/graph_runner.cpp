@@ -111,7 +111,6 @@ void GraphRunner::loop() {
     {
       std::lock_guard<std::mutex> g(st.mu);
       st.finished = true;
-      st.ended.store(true, std::memory_order_release);
       st.graph.reset();  // placeholders keep the step state; they must not keep the graph's variables
     }
     st.cv.notify_all();
