@@ -1,6 +1,7 @@
 #include "terra/compile/fused_elementwise.h"
 
 #include <cstring>
+#include <algorithm>
 #include <memory>
 
 #include "terra/backend/cpu/parallel.h"
@@ -129,7 +130,67 @@ void TileViewsPool::give(std::unique_ptr<TileViews> v) {
   free_.push_back(std::move(v));
 }
 
+namespace {
+
+// The register-level path: when every op has a float32 tile function and every slot is float32,
+// a tile runs those functions on raw slices (no kernel call, no tensor views per op and tile).
+bool flat(const FusedKernel& k) {
+  for (DType d : k.slot_dtype)
+    if (d != DType::Float32) return false;
+  for (const FusedOp& o : k.ops)
+    if (!o.op->tile_f32 || o.in.empty() || o.in.size() > 2) return false;
+  return true;
+}
+
+// Floats per scratch slice: 4 KB, so a group's scratch stays in L1 while a tile runs its ops.
+constexpr int64_t kFlatTile = 512;
+
+struct FlatSlot {
+  enum Kind : uint8_t { Full, Scalar, Scratch } kind = Scratch;
+  float* base = nullptr;  // Full, Scalar: the slot's element 0
+  int64_t scratch = 0;    // Scratch: its slice in the worker's buffer
+};
+
+void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
+  thread_local std::vector<FlatSlot> info;  // the caller's; workers read it during the loop
+  info.assign(slots.size(), FlatSlot{});
+  int64_t n_scratch = 0;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (!slots[s].defined()) {
+      info[s].scratch = n_scratch++;
+      continue;
+    }
+    TensorImpl& t = *slots[s].impl();
+    info[s].kind = t.numel == 1 && k.numel != 1 ? FlatSlot::Scalar : FlatSlot::Full;
+    info[s].base = t.data_as<float>();  // pending values exist before any worker reads them
+  }
+  const std::vector<FlatSlot>& slot = info;
+  cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < size_t(n_scratch * kFlatTile)) scratch.resize(size_t(n_scratch * kFlatTile));
+    for (int64_t t = b; t < e; t += kFlatTile) {
+      auto at = [&](uint32_t s) -> float* {
+        const FlatSlot& f = slot[s];
+        return f.kind == FlatSlot::Full ? f.base + t : f.kind == FlatSlot::Scalar ? f.base : scratch.data() + f.scratch * kFlatTile;
+      };
+      TileArgs a;
+      a.n = std::min(kFlatTile, e - t);
+      for (const FusedOp& o : k.ops) {
+        for (size_t j = 0; j < o.in.size(); ++j) {
+          a.in[j] = at(o.in[j]);
+          a.step[j] = slot[o.in[j]].kind == FlatSlot::Scalar ? 0 : 1;
+        }
+        a.out = at(o.out);
+        o.op->tile_f32(a);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
+  if (flat(k)) return run_flat(k, slots);
   for (const Tensor& t : slots)
     if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {

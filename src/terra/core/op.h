@@ -30,6 +30,15 @@ struct KernelArgs {
   PhiloxKey rng;
 };
 
+// One slice of a fused tile in float32 (OpDef::tile_f32): in[k] advances with the element when
+// step[k] is 1 and stays on one value (a broadcast scalar) when it is 0; out may alias an input.
+struct TileArgs {
+  const float* in[2] = {nullptr, nullptr};
+  int64_t step[2] = {1, 1};
+  float* out = nullptr;
+  int64_t n = 0;
+};
+
 struct GradArgs {
   std::span<const Tensor> in;        // saved inputs (undefined when the op does not save them)
   std::span<const Tensor> out;       // saved outputs (same)
@@ -63,6 +72,7 @@ struct OpDef {
   // kInplace ops that update several tensors in one call (an optimizer over all parameters): how
   // many leading inputs it writes, each returned as the output of the same index.
   using TargetsFn = uint32_t (*)(const Attrs& attrs);
+  using TileFn = void (*)(const TileArgs& args);
 
   const char* name;
   uint32_t flags = 0;
@@ -82,6 +92,9 @@ struct OpDef {
   // count as a few multiply-adds per output element (op_work).
   WorkFn work = nullptr;
   TargetsFn targets = nullptr;  // kInplace: null = 1 (input 0)
+  // Elementwise ops without attributes: the kernel's own element function over a float32 slice,
+  // so a fused group (compile/fused_elementwise.cpp) runs it per tile without a kernel call.
+  TileFn tile_f32 = nullptr;
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/tile_loops.h"
 #include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
@@ -42,10 +43,17 @@ void float_unary(const KernelArgs& k, F f) {
 
 // ---- exp (here, next to the other exp-based kernels) ----
 std::vector<TensorMeta> infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float("exp", in); }
-void kernel_exp(const KernelArgs& k) { float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return any_exp(a); }); }
+// Element functions are types: the kernel and the fused tile (tile_f32) apply the same one.
+struct exp_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return any_exp(a);
+  }
+};
+void kernel_exp(const KernelArgs& k) { float_unary(k, exp_fn{}); }
 std::vector<Tensor> grad_exp(const GradArgs& g) { return {mul(g.grad_out[0], g.out[0])}; }
 const OpDef kExp{.name = "exp", .flags = kElementwise | kSaveOutputs, .infer = infer_exp, .kernel = kernel_exp,
-                 .grad = grad_exp};
+                 .grad = grad_exp, .tile_f32 = cpu::tile_unary<exp_fn>};
 
 // ---- relu, leaky_relu ----
 std::vector<TensorMeta> infer_relu(std::span<const Tensor> in, const Attrs&) {
@@ -53,18 +61,23 @@ std::vector<TensorMeta> infer_relu(std::span<const Tensor> in, const Attrs&) {
     throw std::invalid_argument("[relu] is not defined for a bool tensor of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
+struct relu_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return a < T(0) ? T(0) : a;  // lets NaN through, as torch
+  }
+};
 void kernel_relu(const KernelArgs& k) {
   auto run = [&](auto z) {
     using T = decltype(z);
-    // `a < 0 ? 0 : a` lets NaN through, as torch.
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [](T a) { return a < T(0) ? T(0) : a; });
+    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), relu_fn{});
   };
   if (k.out[0].dtype() == DType::Int64) run(int64_t{});
   else visit_floating(k.out[0].dtype(), run);
 }
 std::vector<Tensor> grad_relu(const GradArgs& g) { return {where(gt(g.out[0], 0.0), g.grad_out[0], 0.0)}; }
 const OpDef kRelu{.name = "relu", .flags = kElementwise | kSaveOutputs, .infer = infer_relu, .kernel = kernel_relu,
-                  .grad = grad_relu};
+                  .grad = grad_relu, .tile_f32 = cpu::tile_unary<relu_fn>};
 
 std::vector<TensorMeta> infer_leaky_relu(std::span<const Tensor> in, const Attrs&) {
   return infer_float("leaky_relu", in);
@@ -158,27 +171,34 @@ const OpDef kGeluBackward{.name = "gelu_backward", .flags = kElementwise | kSave
 
 // ---- sigmoid, tanh ----
 std::vector<TensorMeta> infer_sigmoid(std::span<const Tensor> in, const Attrs&) { return infer_float("sigmoid", in); }
-void kernel_sigmoid(const KernelArgs& k) {
-  float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA {
-    using T = decltype(a);
+struct sigmoid_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
     return T(1) / (T(1) + any_exp(-a));
-  });
-}
+  }
+};
+void kernel_sigmoid(const KernelArgs& k) { float_unary(k, sigmoid_fn{}); }
 std::vector<Tensor> grad_sigmoid(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], mul(o, 1.0 - o))};
 }
 const OpDef kSigmoid{.name = "sigmoid", .flags = kElementwise | kSaveOutputs, .infer = infer_sigmoid,
-                     .kernel = kernel_sigmoid, .grad = grad_sigmoid};
+                     .kernel = kernel_sigmoid, .grad = grad_sigmoid, .tile_f32 = cpu::tile_unary<sigmoid_fn>};
 
 std::vector<TensorMeta> infer_tanh(std::span<const Tensor> in, const Attrs&) { return infer_float("tanh", in); }
-void kernel_tanh(const KernelArgs& k) { float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return any_tanh(a); }); }
+struct tanh_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return any_tanh(a);
+  }
+};
+void kernel_tanh(const KernelArgs& k) { float_unary(k, tanh_fn{}); }
 std::vector<Tensor> grad_tanh(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], 1.0 - mul(o, o))};
 }
 const OpDef kTanh{.name = "tanh", .flags = kElementwise | kSaveOutputs, .infer = infer_tanh, .kernel = kernel_tanh,
-                  .grad = grad_tanh};
+                  .grad = grad_tanh, .tile_f32 = cpu::tile_unary<tanh_fn>};
 
 // ---- softplus: log(1 + exp(beta x)) / beta, linear above the threshold (as torch) ----
 std::vector<TensorMeta> infer_softplus(std::span<const Tensor> in, const Attrs&) { return infer_float("softplus", in); }

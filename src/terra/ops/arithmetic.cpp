@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/tile_loops.h"
 #include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/creation.h"
@@ -64,9 +65,14 @@ void binary_kernel(const KernelArgs& k, F f) {
   std::vector<TensorMeta> infer_##NAME##_(std::span<const Tensor> in, const Attrs&) {                \
     return infer_inplace(#NAME "_", in);                                                             \
   }                                                                                                  \
-  void kernel_##NAME(const KernelArgs& k) {                                                          \
-    binary_kernel(k, [](auto a, auto b) { return EXPR; });                                           \
-  }
+  /* the element function: the kernel's and, for float32, the fused tile's (tile_f32) */            \
+  struct NAME##_fn {                                                                                 \
+    template <class T>                                                                               \
+    TERRA_VECTOR_MATH T operator()(T a, T b) const {                                                 \
+      return static_cast<T>(EXPR);                                                                   \
+    }                                                                                                \
+  };                                                                                                 \
+  void kernel_##NAME(const KernelArgs& k) { binary_kernel(k, NAME##_fn{}); }
 
 TERRA_BINARY(add, a + b)
 TERRA_BINARY(sub, a - b)
@@ -123,22 +129,25 @@ std::vector<Tensor> grad_sub_(const GradArgs& g) {
   return {g.grad_out[0], sum_to(neg(g.grad_out[0]), g.in_meta[1].shape)};
 }
 
-const OpDef kAdd{.name = "add", .flags = kElementwise, .infer = infer_add, .kernel = kernel_add, .grad = grad_add};
-const OpDef kSub{.name = "sub", .flags = kElementwise, .infer = infer_sub, .kernel = kernel_sub, .grad = grad_sub};
+const OpDef kAdd{.name = "add", .flags = kElementwise, .infer = infer_add, .kernel = kernel_add, .grad = grad_add,
+                 .tile_f32 = cpu::tile_binary<add_fn>};
+const OpDef kSub{.name = "sub", .flags = kElementwise, .infer = infer_sub, .kernel = kernel_sub, .grad = grad_sub,
+                 .tile_f32 = cpu::tile_binary<sub_fn>};
 const OpDef kMul{.name = "mul", .flags = kElementwise | kSaveInputs, .infer = infer_mul, .kernel = kernel_mul,
-                 .grad = grad_mul};
+                 .grad = grad_mul, .tile_f32 = cpu::tile_binary<mul_fn>};
 const OpDef kDiv{.name = "div", .flags = kElementwise | kSaveInputs, .infer = infer_div,
                  .kernel = kernel_div_out, .grad = grad_div, .check_values = values_div,
-                 .check_inputs = 1u << 1};
+                 .check_inputs = 1u << 1, .tile_f32 = cpu::tile_binary<div_fn>};
 const OpDef kAddInplace{.name = "add_", .flags = kElementwise | kInplace, .infer = infer_add_,
-                        .kernel = kernel_add, .grad = grad_add_};
+                        .kernel = kernel_add, .grad = grad_add_, .tile_f32 = cpu::tile_binary<add_fn>};
 const OpDef kSubInplace{.name = "sub_", .flags = kElementwise | kInplace, .infer = infer_sub_,
-                        .kernel = kernel_sub, .grad = grad_sub_};
+                        .kernel = kernel_sub, .grad = grad_sub_, .tile_f32 = cpu::tile_binary<sub_fn>};
 // mul_/div_ would need the overwritten value for their gradient: no grad (NoGradGuard users).
 const OpDef kMulInplace{.name = "mul_", .flags = kElementwise | kInplace, .infer = infer_mul_,
-                        .kernel = kernel_mul};
+                        .kernel = kernel_mul, .tile_f32 = cpu::tile_binary<mul_fn>};
 const OpDef kDivInplace{.name = "div_", .flags = kElementwise | kInplace, .infer = infer_div_,
-                        .kernel = kernel_div_inplace, .check_values = values_div_, .check_inputs = 1u << 1};
+                        .kernel = kernel_div_inplace, .check_values = values_div_, .check_inputs = 1u << 1,
+                        .tile_f32 = cpu::tile_binary<div_fn>};
 OpRegistrar r1(kAdd), r2(kSub), r3(kMul), r4(kDiv), r5(kAddInplace), r6(kSubInplace), r7(kMulInplace),
     r8(kDivInplace);
 
@@ -146,14 +155,21 @@ std::vector<TensorMeta> infer_neg(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() == DType::Bool) throw std::invalid_argument("[neg] negation of a bool tensor is not supported");
   return {{in[0].shape(), in[0].dtype()}};
 }
+struct neg_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return static_cast<T>(-a);
+  }
+};
 void kernel_neg(const KernelArgs& k) {
   visit_dtype(k.out[0].dtype(), [&](auto z) {
     using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [](T a) { return static_cast<T>(-a); });
+    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), neg_fn{});
   });
 }
 std::vector<Tensor> grad_neg(const GradArgs& g) { return {neg(g.grad_out[0])}; }
-const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kernel = kernel_neg, .grad = grad_neg};
+const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kernel = kernel_neg, .grad = grad_neg,
+                 .tile_f32 = cpu::tile_unary<neg_fn>};
 OpRegistrar r9(kNeg);
 
 // copy_: the target's old value gets no gradient; the source gets the result's.
