@@ -134,7 +134,10 @@ namespace {
 
 // The register-level path: when every op has a float32 tile function and every slot is float32,
 // a tile runs those functions on raw slices (no kernel call, no tensor views per op and tile).
+constexpr size_t kFlatMaxSlots = 64;  // the slot table lives on the caller's stack
+
 bool flat(const FusedKernel& k) {
+  if (k.slot_dtype.size() > kFlatMaxSlots) return false;
   for (DType d : k.slot_dtype)
     if (d != DType::Float32) return false;
   for (const FusedOp& o : k.ops)
@@ -152,8 +155,7 @@ struct FlatSlot {
 };
 
 void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
-  thread_local std::vector<FlatSlot> info;  // the caller's; workers read it during the loop
-  info.assign(slots.size(), FlatSlot{});
+  FlatSlot info[kFlatMaxSlots];  // the caller's; workers read it during the loop
   int64_t n_scratch = 0;
   for (size_t s = 0; s < slots.size(); ++s) {
     if (!slots[s].defined()) {
@@ -164,7 +166,7 @@ void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
     info[s].kind = t.numel == 1 && k.numel != 1 ? FlatSlot::Scalar : FlatSlot::Full;
     info[s].base = t.data_as<float>();  // pending values exist before any worker reads them
   }
-  const std::vector<FlatSlot>& slot = info;
+  const FlatSlot* slot = info;
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
     if (scratch.size() < size_t(n_scratch * kFlatTile)) scratch.resize(size_t(n_scratch * kFlatTile));
