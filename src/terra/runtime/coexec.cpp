@@ -68,7 +68,9 @@ struct SkelPending : PendingValue {
   SpinLock mu;
   SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
       : step(st), slot(s), out(o), seq(q) {
-    s->refs.fetch_add(1, std::memory_order_relaxed);  // the maker holds one: never from 0
+    // The maker holds one (never from 0). No other thread reaches the slot's count before the
+    // call returns its placeholders: a plain increment, not a locked one.
+    s->refs.store(s->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   ~SkelPending() override {
     if (step) step->host_release(*slot);
@@ -123,7 +125,13 @@ struct SkelPending : PendingValue {
 class SlotRef {
  public:
   SlotRef(StepState& st, CellSlot* s) : st_(st), s_(s) {}
-  ~SlotRef() { st_.host_release(*s_); }
+  // The placeholders made in the call are still on this thread: the last reference is known
+  // without a locked decrement (a placeholder dropped on another thread later uses one).
+  ~SlotRef() {
+    const uint32_t r = s_->refs.load(std::memory_order_relaxed);
+    if (r == 1) st_.host_release(*s_);
+    else s_->refs.store(r - 1, std::memory_order_relaxed);
+  }
   SlotRef(const SlotRef&) = delete;
   SlotRef& operator=(const SlotRef&) = delete;
 
@@ -556,15 +564,16 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
       for (size_t k = 0; k < set.size(); ++k)
         if (set[k] == got) idx = int(k);
     } else {
-      trace::ExternalRef ext = trace::external_ref(in[i].impl_ptr(), step_first_id_);
       // NumPy may overwrite a shared array before the runner reads it: feed a copy taken now.
       const bool snap = needs_snapshot(*t);
-      if (snap) ext = {host_snapshot(*t), trace::kFreshKey};
-      const bool fresh = ext.key == trace::kFreshKey;  // host data made in this step: only a feed takes it
+      const uint64_t key = snap ? trace::kFreshKey : trace::external_key(in[i].impl_ptr(), step_first_id_);
+      const bool fresh = key == trace::kFreshKey;  // host data made in this step: only a feed takes it
       got.kind = fresh ? trace::Source::External : trace::Source::Variable;
-      got.var_id = fresh ? 0 : ext.key;
-      if (snap && msg) feeds_[i] = FeedValue{Tensor(ext.tensor), nullptr, 0};
-      hin[i] = {true, 0, 0, std::move(ext.tensor), ext.key};
+      got.var_id = fresh ? 0 : key;
+      if (snap && msg) feeds_[i] = FeedValue{Tensor(host_snapshot(*t)), nullptr, 0};
+      // The key alone: a matched source is already in its node's set, so a fallback's merge never
+      // reads the tensor (add_source takes it only for a source new to the node).
+      hin[i] = {true, 0, 0, nullptr, key};
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (!fresh && set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
@@ -583,7 +592,9 @@ std::vector<Tensor> CoExecSession::skeleton_call(const OpDef& op, std::span<cons
 #endif
     if (msg) {
       if (set.size() > 1) phi_[i] = uint32_t(idx);
-      if (set[size_t(idx)].kind != trace::Source::Op) {
+      // The runner reads a feed for External inputs and for phis that take a host value; a lone
+      // Variable source is the graph's own tensor (Input::Variable).
+      if (set[size_t(idx)].kind != trace::Source::Op && (set.size() > 1 || set[0].kind == trace::Source::External)) {
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
           feeds_[i] = sp->settled.defined()

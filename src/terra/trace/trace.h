@@ -30,6 +30,10 @@ struct ExternalRef {
   uint64_t key = 0;
 };
 ExternalRef external_ref(const std::shared_ptr<TensorImpl>& t, uint64_t step_first_id);
+// The key alone: no reference taken for the common case (a tensor from before the step).
+inline uint64_t external_key(const std::shared_ptr<TensorImpl>& t, uint64_t step_first_id) {
+  return t->id < step_first_id ? t->id : external_ref(t, step_first_id).key;
+}
 inline bool is_constant_key(uint64_t key) { return key >> 63; }
 constexpr uint64_t kFreshKey = 1ull << 62;  // tensor ids never get here
 
