@@ -64,9 +64,11 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
       throw std::invalid_argument(std::string("[") + op.name + "] input " + std::to_string(k) + " is undefined");
   std::vector<TensorMeta> meta = op.infer(in, attrs);
   // Every output shape, in every mode, before anything is recorded: sizes that overflow never run.
-  for (auto& m : meta) check_shape(op.name, m.shape, itemsize(m.dtype));
-  if (!op.has(kView) && !op.has(kInplace))  // outputs to allocate: an impossible size fails here, in every mode
-    for (auto& m : meta) check_allocatable(op.name, m.shape, m.dtype);
+  if (!op.has(kView) && !op.has(kInplace)) {  // outputs to allocate: an impossible size fails here, in every mode
+    for (auto& m : meta) check_output(op.name, m.shape, m.dtype);
+  } else {
+    for (auto& m : meta) check_shape(op.name, m.shape, itemsize(m.dtype));
+  }
 
   PhiloxKey rng;
   if (op.has(kRandom)) {

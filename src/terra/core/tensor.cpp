@@ -77,19 +77,37 @@ static std::string cannot_allocate(const char* op, size_t nbytes, const Shape& s
          shape_str(shape) + " (" + dtype_name(dtype) + ")";
 }
 
+static const size_t g_machine_bytes = size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
+
 void check_allocatable(const char* op, const Shape& shape, DType dtype) {
-  static const size_t machine = size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
   size_t nbytes = size_t(numel_of(op, shape)) * itemsize(dtype);  // check_shape ran: fits
-  if (machine > 0 && nbytes > machine)
+  if (g_machine_bytes > 0 && nbytes > g_machine_bytes)
     throw OutOfMemory(cannot_allocate(op, nbytes, shape, dtype) + ": more than this machine's " +
-                      std::to_string(machine) + " bytes of memory");
+                      std::to_string(g_machine_bytes) + " bytes of memory");
+}
+
+int64_t check_output(const char* op, const Shape& shape, DType dtype) {
+  // One pass over the sizes for what check_shape and check_allocatable test (every output of
+  // every op, in every mode, and again on the runner); they run only to raise the exact error.
+  const int64_t isz = int64_t(itemsize(dtype));
+  int64_t bound = 1, n = 1, bytes = 0;
+  bool ok = true;
+  for (int64_t d : shape) {
+    ok = ok && d >= 0 && !__builtin_mul_overflow(bound, d > 0 ? d : 1, &bound);
+    if (ok) n *= d;  // |n| <= bound
+  }
+  ok = ok && !__builtin_mul_overflow(n, isz, &bytes) && (g_machine_bytes == 0 || size_t(bytes) <= g_machine_bytes);
+  if (!ok) {
+    check_shape(op, shape, size_t(isz));
+    check_allocatable(op, shape, dtype);
+  }
+  return n;
 }
 
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
-  check_shape(op, shape, itemsize(dtype));
-  check_allocatable(op, shape, dtype);
+  const int64_t n = check_output(op, shape, dtype);
   auto t = make_pooled<TensorImpl>();
-  t->numel = numel_of(op, shape);
+  t->numel = n;
   t->shape = shape;
   t->strides = contiguous_strides(shape);
   t->dtype = dtype;

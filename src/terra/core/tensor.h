@@ -129,12 +129,14 @@ class Tensor {
 // The id the next TensorImpl will get (ids only grow): tensors with a smaller id existed before.
 uint64_t next_tensor_id();
 
-// A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use). Throws
-// std::invalid_argument for a bad shape and OutOfMemory when the storage cannot be allocated,
-// both naming `op` (the op whose output it is).
 // Raises OutOfMemory ("[op] cannot allocate N bytes for shape ...") when a tensor of this shape
 // needs more bytes than the machine has: at the op call, in every mode, before anything runs.
 void check_allocatable(const char* op, const Shape& shape, DType dtype);
+// check_shape and check_allocatable for an output of `shape` in one pass: its element count.
+int64_t check_output(const char* op, const Shape& shape, DType dtype);
+// A fresh contiguous tensor with uninitialized storage (no op: internal and kernel use). Throws
+// std::invalid_argument for a bad shape and OutOfMemory when the storage cannot be allocated,
+// both naming `op` (the op whose output it is).
 Tensor empty(const Shape& shape, DType dtype = DType::Float32, const char* op = "empty");
 
 // True when a graph mode that takes `t` from outside its graph (a feed, a recorded host tensor)
