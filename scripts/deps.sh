@@ -2,6 +2,7 @@
 # only when one is missing (checked with dpkg -s), so reruns are fast.
 TERRA_DEB_PACKAGES=(cmake ninja-build g++ libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
                     pybind11-dev python3-dev python3-torch python3-numpy
+                    python3-pip  # the pip-install check (brings setuptools and wheel)
                     ocl-icd-opencl-dev)  # dnnl-config.cmake needs OpenCL (only a Recommends of libdnnl-dev)
 
 # terra_sudo PACKAGES...: prints the prefix apt-get needs ("" as root, "sudo" otherwise); fails with

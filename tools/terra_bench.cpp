@@ -4,7 +4,7 @@
 // mode's per-step losses equal eager's bit for bit. Docs: docs/terra-bench.md.
 //
 //   terra-bench --programs all|name,name --modes eager,lazy,coexec --steps N [--warmup W]
-//               --csv FILE [--plots DIR] [--quick] [--seed S] [--torch FILE] [--timeout SEC]
+//               [--csv FILE [--plots DIR]] [--quick] [--seed S] [--torch FILE] [--timeout SEC]
 //               [--threads N]  (terra::set_num_threads(N); default: terra's own choice)
 //
 // Each program x mode runs in a child process (this binary re-executed with --child) under
@@ -65,7 +65,7 @@ struct Options {
   std::fprintf(stderr,
                "%s%s"
                "usage: terra-bench --programs all|name,name --modes eager,lazy,coexec --steps N [--warmup W]\n"
-               "                   --csv FILE [--plots DIR] [--quick] [--seed S] [--torch FILE] [--timeout SEC]\n"
+               "                   [--csv FILE [--plots DIR]] [--quick] [--seed S] [--torch FILE] [--timeout SEC]\n"
                "                   [--repeat R] [--threads N] [--plot-script PATH] [--list]\n"
                "  steps/s is steady state over the N-W steps after warm-up; total_s includes setup and tracing.\n"
                "  Losses must equal eager's exactly (tolerance 0); exit status 1 if not, or if a run failed.\n",
@@ -470,7 +470,7 @@ const char* env_or(const char* name, const char* dflt) {
 }
 
 int run_parent(Options& o) {
-  if (o.csv.empty()) usage("--csv FILE is required");
+  if (o.csv.empty() && !o.plots.empty()) usage("--plots DIR needs --csv FILE (the plots are drawn from it)");
   if (o.steps < 1) usage("--steps must be >= 1");
   if (!o.warmup_set) o.warmup = std::min(o.warmup, o.steps / 4);
   if (o.warmup >= o.steps) usage("--warmup must be smaller than --steps");
@@ -653,8 +653,8 @@ int run_parent(Options& o) {
     print_table({"program", "lazy", "coexec", "coexec/lazy", "lazy_compiles"}, t, 1);
   }
 
-  // ---- CSV
-  {
+  // ---- CSV (optional: without --csv the table above is the whole report)
+  if (!o.csv.empty()) {
     std::ofstream out(o.csv);
     if (!out) throw std::runtime_error("cannot write " + o.csv);
     out << "program,mode,steps_per_s,speedup_vs_eager,traces,fallbacks,final_loss,loss_check,first_loss,total_s,"
