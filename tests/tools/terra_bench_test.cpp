@@ -147,6 +147,22 @@ TEST(TerraBench, RepeatRunsInterleavedRounds) {
   EXPECT_EQ(rows[1][col["loss_check"]], "exact");
 }
 
+// Without --csv the table is the report (what a user running the installed `terra-bench --quick`
+// sees); --plots without --csv has nothing to draw from and is a usage error.
+TEST(TerraBench, RunsWithoutCsvAndPrintsTheTable) {
+  std::string bin = bench_binary();
+  if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
+  std::string out;
+  int code = run("'" + bin + "' --programs dcgan --modes eager,coexec --steps 3 --warmup 0 --quick --timeout 120", &out);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("[2/2] dcgan coexec"), std::string::npos) << out;
+  EXPECT_NE(out.find("exact"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CSV:"), std::string::npos) << out;
+  code = run("'" + bin + "' --programs dcgan --quick --plots /tmp/never_written", &out);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--plots DIR needs --csv FILE"), std::string::npos) << out;
+}
+
 TEST(TerraBench, RejectsUnknownProgram) {
   std::string bin = bench_binary();
   if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
