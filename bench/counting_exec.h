@@ -12,8 +12,8 @@ namespace terra::bench {
 
 class CountingExec : public Executor {
  public:
-  std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          std::vector<TensorMeta>& meta, PhiloxKey rng) override {
+  TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                          TensorMetas& meta, PhiloxKey rng) override {
     ++calls;
     return execute_eager(op, in, attrs, meta, rng);
   }

@@ -9,7 +9,7 @@ namespace terra {
 namespace {
 
 struct NullExecutor : Executor {
-  std::vector<Tensor> run(const OpDef&, std::span<const Tensor>, const Attrs&, std::vector<TensorMeta>&,
+  TensorList run(const OpDef&, std::span<const Tensor>, const Attrs&, TensorMetas&,
                           PhiloxKey) override {
     return {};
   }

@@ -245,7 +245,7 @@ TEST(IntegerDivision, KernelsRefuseWithoutTheHook) {
     const OpDef* op = find_op(name);
     ASSERT_NE(op, nullptr);
     std::vector<Tensor> in{a, b};
-    std::vector<TensorMeta> meta = op->infer(in, {});
+    TensorMetas meta = op->infer(in, {});
     try {
       execute_eager(*op, in, {}, meta, {});
       ADD_FAILURE() << name << ": no exception";
@@ -259,7 +259,7 @@ TEST(IntegerDivision, KernelsRefuseWithoutTheHook) {
   std::vector<int64_t> mv(size_t(n), std::numeric_limits<int64_t>::min());
   Tensor c = ints(mv, {n});
   std::vector<Tensor> in{c, scalar_like(c, -1)};
-  execute_eager(*find_op("div_"), in, {}, std::vector<TensorMeta>{TensorMeta{{n}, DType::Int64}}, {});
+  execute_eager(*find_op("div_"), in, {}, TensorMetas{TensorMeta{{n}, DType::Int64}}, {});
   EXPECT_EQ(c.to_vector<int64_t>()[size_t(n - 1)], std::numeric_limits<int64_t>::min());
 }
 
@@ -329,7 +329,7 @@ TEST(ValueChecksKernels, MaxPoolBackwardRefusesIndicesOutsideThePlane) {
   ASSERT_NE(op, nullptr);
   std::vector<Tensor> in{g, idx};
   Attrs a{{"input_shape", Shape{1, nc, 4, 4}}};
-  std::vector<TensorMeta> meta = op->infer(in, a);
+  TensorMetas meta = op->infer(in, a);
   for (bool through_hook : {true, false}) {
     try {
       if (through_hook) max_pool2d_backward(g, idx, {1, nc, 4, 4});

@@ -30,8 +30,8 @@ struct Node {
   Attrs attrs;
   PhiloxKey rng;
   std::vector<Edge> next;  // one per input
-  std::vector<TensorMeta> in_meta;
-  std::vector<TensorMeta> out_meta;
+  TensorMetas in_meta;
+  TensorMetas out_meta;
   std::vector<SavedTensor> saved_in, saved_out;
   bool released = false;  // saved tensors freed after a backward pass
   ~Node();                // iterative, so a long chain does not overflow the stack

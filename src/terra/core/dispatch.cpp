@@ -10,8 +10,9 @@
 #include "terra/core/random.h"
 
 namespace terra {
+template <class Out>
 void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                        const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version, std::vector<Tensor>& out) {
+                        const TensorMetas& meta, PhiloxKey rng, bool bump_version, Out& out) {
   out.clear();
   if (op.has(kView)) {
     in[0].impl()->data();  // a pending value must exist before a view of it can point into it
@@ -31,9 +32,14 @@ void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs
   op.kernel(KernelArgs{in, out, attrs, rng});
 }
 
-std::vector<Tensor> execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version) {
-  std::vector<Tensor> out;
+template void execute_eager_into(const OpDef&, std::span<const Tensor>, const Attrs&, const TensorMetas&, PhiloxKey,
+                                 bool, std::vector<Tensor>&);
+template void execute_eager_into(const OpDef&, std::span<const Tensor>, const Attrs&, const TensorMetas&, PhiloxKey,
+                                 bool, TensorList&);
+
+TensorList execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                         const TensorMetas& meta, PhiloxKey rng, bool bump_version) {
+  TensorList out;
   execute_eager_into(op, in, attrs, meta, rng, bump_version, out);
   return out;
 }
@@ -58,11 +64,12 @@ static autograd::Edge edge_of(const Tensor& t) {
   return {};
 }
 
-std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs) {
+// dispatch's work; the outputs in a pooled list (dispatch1 takes one out of it, no malloc).
+static TensorList dispatch_list(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
   for (size_t k = 0; k < in.size(); ++k)
     if (!in[k].defined())
       throw std::invalid_argument(std::string("[") + op.name + "] input " + std::to_string(k) + " is undefined");
-  std::vector<TensorMeta> meta = op.infer(in, attrs);
+  TensorMetas meta = op.infer(in, attrs);
   // Every output shape, in every mode, before anything is recorded: sizes that overflow never run.
   if (!op.has(kView) && !op.has(kInplace)) {  // outputs to allocate: an impossible size fails here, in every mode
     for (auto& m : meta) check_output(op.name, m.shape, m.dtype);
@@ -121,7 +128,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
   // in every mode, after exactly the checks that precede the kernel in eager.
   if (op.check_values) check_values(op, in, attrs);
   Executor* ex = current_executor();
-  std::vector<Tensor> out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
+  TensorList out = ex ? ex->run(op, in, attrs, meta, rng) : execute_eager(op, in, attrs, meta, rng);
   // (An in-place write a graph mode defers marks its storage deferred_write: placeholder_outputs.)
 
   if (node) {
@@ -141,8 +148,13 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> in, const Attr
   return out;
 }
 
-Tensor dispatch1(const OpDef& op, std::vector<Tensor> in, const Attrs& attrs) {
-  return std::move(dispatch(op, std::move(in), attrs)[0]);
+std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+  TensorList out = dispatch_list(op, in, attrs);
+  return std::vector<Tensor>(std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+}
+
+Tensor dispatch1(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+  return std::move(dispatch_list(op, in, attrs)[0]);
 }
 
 void fetch(const Tensor& t) {

@@ -9,9 +9,11 @@
 namespace terra {
 
 // execute_eager (dispatch.h) into `out`, cleared first: its capacity is reused, so a caller that
-// keeps one vector allocates nothing per op for it.
+// keeps one vector allocates nothing per op for it. Out is a std::vector<Tensor> (the runner's)
+// or a TensorList (dispatch.cpp instantiates both).
+template <class Out>
 void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                        const std::vector<TensorMeta>& meta, PhiloxKey rng, bool bump_version, std::vector<Tensor>& out);
+                        const TensorMetas& meta, PhiloxKey rng, bool bump_version, Out& out);
 
 // The calling thread's tensors take ids from private blocks (see tensor.cpp): for a thread whose
 // tensors the host never sees as objects, so their ids need not be ordered with next_tensor_id().

@@ -15,8 +15,8 @@ class Executor {
  public:
   virtual ~Executor() = default;
   // Produce outputs for one call whose shapes were already inferred into `meta`.
-  virtual std::vector<Tensor> run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  std::vector<TensorMeta>& meta, PhiloxKey rng) = 0;
+  virtual TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  TensorMetas& meta, PhiloxKey rng) = 0;
   // The host is about to read `t` (item, to_vector, data_ptr): a fetch point.
   virtual void on_fetch(const Tensor& t) { (void)t; }
   // `t` was made from host data (tensor(...), scalars): a feed point.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "terra/core/attrs.h"
+#include "terra/core/object_pool.h"
 #include "terra/core/tensor.h"
 
 namespace terra {
@@ -14,6 +15,11 @@ struct TensorMeta {
   Shape shape;
   DType dtype;
 };
+// Every op call infers one (in the skeleton and on the runner too): pooled, so the call never
+// reaches malloc for it (a malloc/free pair cost ~200 instructions of an op's ~2400 in eager).
+using TensorMetas = std::vector<TensorMeta, PoolAllocator<TensorMeta>>;
+// An op call's outputs as executors return them, pooled for the same reason.
+using TensorList = std::vector<Tensor, PoolAllocator<Tensor>>;
 
 // Counter-based random stream of one op call: replaying the call with the same key draws the same
 // numbers, which is what lets fallback re-execute random ops bit-exactly.
@@ -60,7 +66,7 @@ enum OpFlags : uint32_t {
 };
 
 struct OpDef {
-  using InferFn = std::vector<TensorMeta> (*)(std::span<const Tensor> in, const Attrs& attrs);
+  using InferFn = TensorMetas (*)(std::span<const Tensor> in, const Attrs& attrs);
   using KernelFn = void (*)(const KernelArgs& args);
   using ViewFn = Tensor (*)(const Tensor& in, const Attrs& attrs);
   using GradFn = std::vector<Tensor> (*)(const GradArgs& args);

@@ -25,7 +25,7 @@ void need(const char* op, const Tensor& x, int k = 0) {
 }
 Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(DType::Float32); }
 
-std::vector<TensorMeta> infer_float(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_float(const char* op, std::span<const Tensor> in) {
   if (!is_floating(in[0].dtype()))
     throw std::invalid_argument(std::string("[") + op + "] needs a floating tensor, got " +
                                 dtype_name(in[0].dtype()) + " of shape " + shape_str(in[0].shape()));
@@ -42,7 +42,7 @@ void float_unary(const KernelArgs& k, F f) {
 
 
 // ---- exp (here, next to the other exp-based kernels) ----
-std::vector<TensorMeta> infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float("exp", in); }
+TensorMetas infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float("exp", in); }
 // Element functions are types: the kernel and the fused tile (tile_f32) apply the same one.
 struct exp_fn {
   template <class T>
@@ -56,7 +56,7 @@ const OpDef kExp{.name = "exp", .flags = kElementwise | kSaveOutputs, .infer = i
                  .grad = grad_exp, .tile_f32 = cpu::tile_unary<exp_fn>};
 
 // ---- relu, leaky_relu ----
-std::vector<TensorMeta> infer_relu(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_relu(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() == DType::Bool)
     throw std::invalid_argument("[relu] is not defined for a bool tensor of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
@@ -79,7 +79,7 @@ std::vector<Tensor> grad_relu(const GradArgs& g) { return {where(gt(g.out[0], 0.
 const OpDef kRelu{.name = "relu", .flags = kElementwise | kSaveOutputs, .infer = infer_relu, .kernel = kernel_relu,
                   .grad = grad_relu, .tile_f32 = cpu::tile_unary<relu_fn>};
 
-std::vector<TensorMeta> infer_leaky_relu(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_leaky_relu(std::span<const Tensor> in, const Attrs&) {
   return infer_float("leaky_relu", in);
 }
 void kernel_leaky_relu(const KernelArgs& k) {
@@ -118,7 +118,7 @@ TERRA_VECTOR_MATH T dgelu_tanh(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
 }
 
-std::vector<TensorMeta> infer_gelu(std::span<const Tensor> in, const Attrs&) { return infer_float("gelu", in); }
+TensorMetas infer_gelu(std::span<const Tensor> in, const Attrs&) { return infer_float("gelu", in); }
 void kernel_gelu(const KernelArgs& k) {
   if (k.attrs.b("tanh")) float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return gelu_tanh(a); });
   else float_unary(k, [](auto a) TERRA_VECTOR_LAMBDA { return gelu_exact(a); });
@@ -129,7 +129,7 @@ std::vector<Tensor> grad_gelu(const GradArgs& g) {
 const OpDef kGelu{.name = "gelu", .flags = kElementwise | kSaveInputs, .infer = infer_gelu, .kernel = kernel_gelu,
                   .grad = grad_gelu};
 
-std::vector<TensorMeta> infer_gelu_backward(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_gelu_backward(std::span<const Tensor> in, const Attrs&) {
   if (in[0].shape() != in[1].shape() || in[0].dtype() != in[1].dtype() || !is_floating(in[1].dtype()))
     throw std::invalid_argument(std::string("[gelu_backward] grad_out ") + dtype_name(in[0].dtype()) + " " +
                                 shape_str(in[0].shape()) + " and input " + dtype_name(in[1].dtype()) + " " +
@@ -170,7 +170,7 @@ const OpDef kGeluBackward{.name = "gelu_backward", .flags = kElementwise | kSave
                           .grad = grad_gelu_backward};
 
 // ---- sigmoid, tanh ----
-std::vector<TensorMeta> infer_sigmoid(std::span<const Tensor> in, const Attrs&) { return infer_float("sigmoid", in); }
+TensorMetas infer_sigmoid(std::span<const Tensor> in, const Attrs&) { return infer_float("sigmoid", in); }
 struct sigmoid_fn {
   template <class T>
   TERRA_VECTOR_MATH T operator()(T a) const {
@@ -185,7 +185,7 @@ std::vector<Tensor> grad_sigmoid(const GradArgs& g) {
 const OpDef kSigmoid{.name = "sigmoid", .flags = kElementwise | kSaveOutputs, .infer = infer_sigmoid,
                      .kernel = kernel_sigmoid, .grad = grad_sigmoid, .tile_f32 = cpu::tile_unary<sigmoid_fn>};
 
-std::vector<TensorMeta> infer_tanh(std::span<const Tensor> in, const Attrs&) { return infer_float("tanh", in); }
+TensorMetas infer_tanh(std::span<const Tensor> in, const Attrs&) { return infer_float("tanh", in); }
 struct tanh_fn {
   template <class T>
   TERRA_VECTOR_MATH T operator()(T a) const {
@@ -201,7 +201,7 @@ const OpDef kTanh{.name = "tanh", .flags = kElementwise | kSaveOutputs, .infer =
                   .grad = grad_tanh, .tile_f32 = cpu::tile_unary<tanh_fn>};
 
 // ---- softplus: log(1 + exp(beta x)) / beta, linear above the threshold (as torch) ----
-std::vector<TensorMeta> infer_softplus(std::span<const Tensor> in, const Attrs&) { return infer_float("softplus", in); }
+TensorMetas infer_softplus(std::span<const Tensor> in, const Attrs&) { return infer_float("softplus", in); }
 void kernel_softplus(const KernelArgs& k) {
   double beta = k.attrs.f("beta"), th = k.attrs.f("threshold");
   float_unary(k, [beta, th](auto a) {

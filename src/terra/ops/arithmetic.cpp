@@ -15,7 +15,7 @@
 namespace terra {
 namespace {
 
-std::vector<TensorMeta> infer_binary(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_binary(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() != in[1].dtype())
     throw std::invalid_argument(std::string("[") + op + "] dtypes " + dtype_name(in[0].dtype()) + " and " +
                                 dtype_name(in[1].dtype()) + " differ");
@@ -23,7 +23,7 @@ std::vector<TensorMeta> infer_binary(const char* op, std::span<const Tensor> in)
 }
 
 // In-place: `other` must broadcast to self's shape; self keeps its dtype.
-std::vector<TensorMeta> infer_inplace(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_inplace(const char* op, std::span<const Tensor> in) {
   Shape s = broadcast_shapes(op, in[0].shape(), in[1].shape());
   if (s != in[0].shape())
     throw std::invalid_argument(std::string("[") + op + "] cannot broadcast " + shape_str(in[1].shape()) +
@@ -59,10 +59,10 @@ void binary_kernel(const KernelArgs& k, F f) {
 }
 
 #define TERRA_BINARY(NAME, EXPR)                                                                     \
-  std::vector<TensorMeta> infer_##NAME(std::span<const Tensor> in, const Attrs&) {                   \
+  TensorMetas infer_##NAME(std::span<const Tensor> in, const Attrs&) {                   \
     return infer_binary(#NAME, in);                                                                  \
   }                                                                                                  \
-  std::vector<TensorMeta> infer_##NAME##_(std::span<const Tensor> in, const Attrs&) {                \
+  TensorMetas infer_##NAME##_(std::span<const Tensor> in, const Attrs&) {                \
     return infer_inplace(#NAME "_", in);                                                             \
   }                                                                                                  \
   /* the element function: the kernel's and, for float32, the fused tile's (tile_f32) */            \
@@ -151,7 +151,7 @@ const OpDef kDivInplace{.name = "div_", .flags = kElementwise | kInplace, .infer
 OpRegistrar r1(kAdd), r2(kSub), r3(kMul), r4(kDiv), r5(kAddInplace), r6(kSubInplace), r7(kMulInplace),
     r8(kDivInplace);
 
-std::vector<TensorMeta> infer_neg(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_neg(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() == DType::Bool) throw std::invalid_argument("[neg] negation of a bool tensor is not supported");
   return {{in[0].shape(), in[0].dtype()}};
 }
@@ -173,7 +173,7 @@ const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kern
 OpRegistrar r9(kNeg);
 
 // copy_: the target's old value gets no gradient; the source gets the result's.
-std::vector<TensorMeta> infer_copy_(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_copy_(std::span<const Tensor> in, const Attrs&) {
   Shape s = broadcast_shapes("copy_", in[0].shape(), in[1].shape());
   if (s != in[0].shape())
     throw std::invalid_argument("[copy_] cannot broadcast source of shape " + shape_str(in[1].shape()) +
@@ -189,7 +189,7 @@ std::vector<Tensor> grad_copy_(const GradArgs& g) {
 const OpDef kCopyInplace{.name = "copy_", .flags = kInplace, .infer = infer_copy_, .kernel = kernel_copy_,
                          .grad = grad_copy_};
 
-std::vector<TensorMeta> infer_fill_(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_fill_(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
 void kernel_fill_(const KernelArgs& k) {

@@ -84,7 +84,7 @@ void check_mask(const char* op, std::span<const Tensor> in, const char* const* n
 }
 
 // ---------------------------------------------------------------- forward
-std::vector<TensorMeta> infer_sdpa(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sdpa(std::span<const Tensor> in, const Attrs& a) {
   static const char* const names[] = {"q", "k", "v", "attn_mask"};
   if (in.size() != 3 && in.size() != 4) throw std::invalid_argument("[scaled_dot_product_attention] internal: wrong number of inputs");
   Shape batch = check_qkv(kFwd, in, names, 0);
@@ -114,7 +114,7 @@ std::vector<Tensor> grad_sdpa(const GradArgs& g) {
 }
 
 // ---------------------------------------------------------------- backward
-std::vector<TensorMeta> infer_sdpa_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sdpa_backward(std::span<const Tensor> in, const Attrs& a) {
   static const char* const names[] = {"grad_out", "q", "k", "v", "weights", "attn_mask"};
   if (in.size() != 5 && in.size() != 6) throw std::invalid_argument("[scaled_dot_product_attention_backward] internal: wrong number of inputs");
   Shape batch = check_qkv(kBwd, in, names, 1);
@@ -129,7 +129,7 @@ std::vector<TensorMeta> infer_sdpa_backward(std::span<const Tensor> in, const At
     throw std::invalid_argument(std::string("[") + kBwd + "] weights must be " + dtype_name(q.dtype()) + " " +
                                 shape_str(with(batch, Sq, Sk)) + ctx);
   if (in.size() == 6) check_mask(kBwd, in, names, in[5], q.dtype(), with(batch, Sq, Sk), false);
-  std::vector<TensorMeta> out{{with(batch, Sq, D), q.dtype()}, {with(batch, Sk, D), q.dtype()},
+  TensorMetas out{{with(batch, Sq, D), q.dtype()}, {with(batch, Sk, D), q.dtype()},
                               {with(batch, Sk, Dv), q.dtype()}};
   if (a.b("scores_grad")) out.push_back({with(batch, Sq, Sk), q.dtype()});
   return out;

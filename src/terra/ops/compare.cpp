@@ -16,7 +16,7 @@ void need(const char* op, const Tensor& x, int k) {
   if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input " + std::to_string(k) + " is undefined");
 }
 
-std::vector<TensorMeta> infer_compare(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_compare(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() != in[1].dtype())
     throw std::invalid_argument(std::string("[") + op + "] dtypes " + dtype_name(in[0].dtype()) + " and " +
                                 dtype_name(in[1].dtype()) + " differ (shapes " + shape_str(in[0].shape()) +
@@ -34,7 +34,7 @@ void compare_kernel(const KernelArgs& k, F f) {
 }
 
 #define TERRA_COMPARE(NAME, EXPR)                                                                        \
-  std::vector<TensorMeta> infer_##NAME(std::span<const Tensor> in, const Attrs&) {                       \
+  TensorMetas infer_##NAME(std::span<const Tensor> in, const Attrs&) {                       \
     return infer_compare(#NAME, in);                                                                     \
   }                                                                                                      \
   void kernel_##NAME(const KernelArgs& k) { compare_kernel(k, [](auto a, auto b) { return EXPR; }); }    \
@@ -62,7 +62,7 @@ Tensor compare(const OpDef& op, const Tensor& a, double b) {
 }
 
 // ---- logical ----
-std::vector<TensorMeta> infer_logical_not(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_logical_not(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), DType::Bool}};
 }
 void kernel_logical_not(const KernelArgs& k) {
@@ -74,13 +74,13 @@ void kernel_logical_not(const KernelArgs& k) {
 const OpDef kLogicalNot{.name = "logical_not", .flags = kElementwise | kNoGrad, .infer = infer_logical_not,
                         .kernel = kernel_logical_not};
 
-std::vector<TensorMeta> infer_logical(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_logical(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() != DType::Bool || in[1].dtype() != DType::Bool)
     throw std::runtime_error(std::string("[") + op + "] internal: operands must be cast to bool first");
   return {{broadcast_shapes(op, in[0].shape(), in[1].shape()), DType::Bool}};
 }
-std::vector<TensorMeta> infer_logical_and(std::span<const Tensor> in, const Attrs&) { return infer_logical("logical_and", in); }
-std::vector<TensorMeta> infer_logical_or(std::span<const Tensor> in, const Attrs&) { return infer_logical("logical_or", in); }
+TensorMetas infer_logical_and(std::span<const Tensor> in, const Attrs&) { return infer_logical("logical_and", in); }
+TensorMetas infer_logical_or(std::span<const Tensor> in, const Attrs&) { return infer_logical("logical_or", in); }
 void kernel_logical_and(const KernelArgs& k) {
   cpu::binary_loop<bool, bool, bool>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
                                      [](bool a, bool b) { return bool(a & b); });
@@ -103,7 +103,7 @@ Tensor as_bool(const Tensor& x) { return x.dtype() == DType::Bool ? x : x.to(DTy
                               " of shape " + shape_str(c.shape()));
 }
 
-std::vector<TensorMeta> infer_where(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_where(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() != DType::Bool) bad_condition("where", in[0]);
   if (in[1].dtype() != in[2].dtype())
     throw std::invalid_argument(std::string("[where] dtypes ") + dtype_name(in[1].dtype()) + " and " +
@@ -164,7 +164,7 @@ const OpDef kWhere{.name = "where", .flags = kElementwise | kSaveInputs, .infer 
                    .kernel = kernel_where, .grad = grad_where};
 
 // ---- masked_fill ----
-std::vector<TensorMeta> infer_masked_fill(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_masked_fill(std::span<const Tensor> in, const Attrs&) {
   const Tensor &x = in[0], &m = in[1];
   if (m.dtype() != DType::Bool)
     throw std::invalid_argument(std::string("[masked_fill] mask must be bool, got ") + dtype_name(m.dtype()) +

@@ -78,7 +78,7 @@ Shape conv_out_shape(const char* op, const Shape& x, const Shape& w, const Attrs
 }
 
 // ---------------------------------------------------------------- conv2d
-std::vector<TensorMeta> infer_conv2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_conv2d(std::span<const Tensor> in, const Attrs& a) {
   check_float("conv2d", in[0], "input");
   check_same_dtype("conv2d", in[0], in[1], "weight");
   Shape out = conv_out_shape("conv2d", in[0].shape(), in[1].shape(), a);
@@ -102,7 +102,7 @@ std::vector<Tensor> grad_conv2d(const GradArgs& g) {
 }
 
 // ---------------------------------------------------------------- conv2d_backward_input
-std::vector<TensorMeta> infer_conv2d_backward_input(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_conv2d_backward_input(std::span<const Tensor> in, const Attrs& a) {
   const Shape& xs = a.ints("input_shape");
   Shape want = conv_out_shape("conv2d_backward_input", xs, in[1].shape(), a);
   check_same_dtype("conv2d_backward_input", in[0], in[1], "weight");
@@ -116,7 +116,7 @@ std::vector<TensorMeta> infer_conv2d_backward_input(std::span<const Tensor> in, 
 }
 
 // ---------------------------------------------------------------- conv2d_backward_weight
-std::vector<TensorMeta> infer_conv2d_backward_weight(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_conv2d_backward_weight(std::span<const Tensor> in, const Attrs& a) {
   const Shape& ws = a.ints("weight_shape");
   Shape want = conv_out_shape("conv2d_backward_weight", in[1].shape(), ws, a);
   check_same_dtype("conv2d_backward_weight", in[0], in[1], "input");
@@ -166,7 +166,7 @@ Shape conv_transpose_out_shape(const Shape& x, const Shape& w, const Attrs& a) {
   return out;
 }
 
-std::vector<TensorMeta> infer_conv_transpose2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_conv_transpose2d(std::span<const Tensor> in, const Attrs& a) {
   check_float("conv_transpose2d", in[0], "input");
   check_same_dtype("conv_transpose2d", in[0], in[1], "weight");
   Shape out = conv_transpose_out_shape(in[0].shape(), in[1].shape(), a);

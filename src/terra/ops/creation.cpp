@@ -23,7 +23,7 @@ Tensor from_host(const std::vector<T>& v, const Shape& shape, const char* who) {
   return mark_external(t);
 }
 
-std::vector<TensorMeta> infer_full(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_full(std::span<const Tensor>, const Attrs& a) {
   check_shape("full", a.ints("shape"), itemsize(a.dtype("dtype")));
   return {{a.ints("shape"), a.dtype("dtype")}};
 }
@@ -42,7 +42,7 @@ void kernel_full(const KernelArgs& k) {
 const OpDef kFull{.name = "full", .flags = 0, .infer = infer_full, .kernel = kernel_full};
 OpRegistrar reg_full(kFull);
 
-std::vector<TensorMeta> infer_arange(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_arange(std::span<const Tensor>, const Attrs& a) {
   int64_t s = a.i("start"), e = a.i("end"), st = a.i("step");
   if (st == 0) throw std::invalid_argument("[arange] step must be nonzero");
   // In 128 bits: e - s and the rounding up overflow int64 for far-apart bounds.
@@ -66,7 +66,7 @@ void kernel_arange(const KernelArgs& k) {
 const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernel_arange};
 OpRegistrar reg_arange(kArange);
 
-std::vector<TensorMeta> infer_eye(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_eye(std::span<const Tensor>, const Attrs& a) {
   int64_t n = a.i("n"), m = a.i("m");
   if (n < 0 || m < 0)
     throw std::invalid_argument("[eye] sizes must be non-negative, got n=" + std::to_string(n) + ", m=" + std::to_string(m));

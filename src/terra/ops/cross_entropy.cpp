@@ -28,7 +28,7 @@ kernels::XentShape xent_shape(const Shape& logits, const Attrs& a, int64_t used)
 }
 
 // ---- cross_entropy: inputs (logits, targets); outputs (loss, lse [targets' shape]).
-std::vector<TensorMeta> infer_ce(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_ce(std::span<const Tensor> in, const Attrs& a) {
   check_nll_inputs("cross_entropy", in[0], in[1]);
   return {{a.i("reduction") == kNone ? in[1].shape() : Shape{}, in[0].dtype()}, {in[1].shape(), in[0].dtype()}};
 }
@@ -60,7 +60,7 @@ std::vector<Tensor> grad_ce(const GradArgs& g) {
 }
 
 // ---- cross_entropy_backward: inputs (grad, logits, targets, lse); attrs ignore_index, reduction.
-std::vector<TensorMeta> infer_ce_bw(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_ce_bw(std::span<const Tensor> in, const Attrs& a) {
   const Tensor &g = in[0], &x = in[1], &t = in[2], &lse = in[3];
   check_nll_inputs("cross_entropy_backward", x, t);
   Shape want_g = a.i("reduction") == kNone ? t.shape() : Shape{};

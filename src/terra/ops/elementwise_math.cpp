@@ -21,19 +21,19 @@ void need(const char* op, const Tensor& x, int k = 0) {
 // Transcendental ops compute in floating point, as torch does for integer inputs.
 Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(DType::Float32); }
 
-std::vector<TensorMeta> infer_float_unary(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_float_unary(const char* op, std::span<const Tensor> in) {
   if (!is_floating(in[0].dtype()))
     throw std::invalid_argument(std::string("[") + op + "] needs a floating tensor, got " +
                                 dtype_name(in[0].dtype()) + " of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_numeric_unary(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_numeric_unary(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() == DType::Bool)
     throw std::invalid_argument(std::string("[") + op + "] is not defined for a bool tensor of shape " +
                                 shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_binary_same(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_binary_same(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() != in[1].dtype())
     throw std::invalid_argument(std::string("[") + op + "] dtypes " + dtype_name(in[0].dtype()) + " and " +
                                 dtype_name(in[1].dtype()) + " differ (shapes " + shape_str(in[0].shape()) +
@@ -60,7 +60,7 @@ void numeric_unary(const KernelArgs& k, F f) {
 }
 
 // ---- pow ----
-std::vector<TensorMeta> infer_pow(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_pow(std::span<const Tensor> in, const Attrs&) {
   auto m = infer_binary_same("pow", in);
   if (!is_floating(m[0].dtype))
     throw std::invalid_argument(std::string("[pow] needs floating tensors, got ") + dtype_name(m[0].dtype));
@@ -84,7 +84,7 @@ std::vector<Tensor> grad_pow(const GradArgs& g) {
 const OpDef kPow{.name = "pow", .flags = kElementwise | kSaveInputs | kSaveOutputs, .infer = infer_pow,
                  .kernel = kernel_pow, .grad = grad_pow};
 
-std::vector<TensorMeta> infer_pow_scalar(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_pow_scalar(std::span<const Tensor> in, const Attrs&) {
   return infer_float_unary("pow", in);
 }
 void kernel_pow_scalar(const KernelArgs& k) {
@@ -105,13 +105,13 @@ const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs
                        .kernel = kernel_pow_scalar, .grad = grad_pow_scalar};
 
 // ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
-std::vector<TensorMeta> infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
+TensorMetas infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
 void kernel_sqrt(const KernelArgs& k) { float_unary(k, [](auto a) { return std::sqrt(a); }); }
 std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
 const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernel_sqrt,
                   .grad = grad_sqrt};
 
-std::vector<TensorMeta> infer_rsqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("rsqrt", in); }
+TensorMetas infer_rsqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("rsqrt", in); }
 void kernel_rsqrt(const KernelArgs& k) { float_unary(k, [](auto a) { return decltype(a)(1) / std::sqrt(a); }); }
 // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
 std::vector<Tensor> grad_rsqrt(const GradArgs& g) {
@@ -122,14 +122,14 @@ const OpDef kRsqrt{.name = "rsqrt", .flags = kElementwise | kSaveOutputs, .infer
                    .kernel = kernel_rsqrt, .grad = grad_rsqrt};
 
 
-std::vector<TensorMeta> infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
+TensorMetas infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
 void kernel_log(const KernelArgs& k) { float_unary(k, [](auto a) { return std::log(a); }); }
 std::vector<Tensor> grad_log(const GradArgs& g) { return {div(g.grad_out[0], g.in[0])}; }
 const OpDef kLog{.name = "log", .flags = kElementwise | kSaveInputs, .infer = infer_log, .kernel = kernel_log,
                  .grad = grad_log};
 
 // ---- abs, sign ----
-std::vector<TensorMeta> infer_abs(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("abs", in); }
+TensorMetas infer_abs(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("abs", in); }
 void kernel_abs(const KernelArgs& k) {
   numeric_unary(k, [](auto a) { return a < decltype(a)(0) ? -a : a; });
 }
@@ -137,7 +137,7 @@ std::vector<Tensor> grad_abs(const GradArgs& g) { return {mul(g.grad_out[0], sig
 const OpDef kAbs{.name = "abs", .flags = kElementwise | kSaveInputs, .infer = infer_abs, .kernel = kernel_abs,
                  .grad = grad_abs};
 
-std::vector<TensorMeta> infer_sign(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("sign", in); }
+TensorMetas infer_sign(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("sign", in); }
 void kernel_sign(const KernelArgs& k) {
   numeric_unary(k, [](auto a) {
     using T = decltype(a);
@@ -149,7 +149,7 @@ const OpDef kSign{.name = "sign", .flags = kElementwise, .infer = infer_sign, .k
                   .grad = grad_sign};
 
 // ---- clamp ----
-std::vector<TensorMeta> infer_clamp(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("clamp", in); }
+TensorMetas infer_clamp(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("clamp", in); }
 void kernel_clamp(const KernelArgs& k) {
   bool has_lo = k.attrs.b("has_min"), has_hi = k.attrs.b("has_max");
   double lo_d = k.attrs.f("min"), hi_d = k.attrs.f("max");
@@ -181,8 +181,8 @@ const OpDef kClamp{.name = "clamp", .flags = kElementwise | kSaveInputs, .infer 
                    .kernel = kernel_clamp, .grad = grad_clamp};
 
 // ---- maximum, minimum ----
-std::vector<TensorMeta> infer_maximum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("maximum", in); }
-std::vector<TensorMeta> infer_minimum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("minimum", in); }
+TensorMetas infer_maximum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("maximum", in); }
+TensorMetas infer_minimum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("minimum", in); }
 template <class F>
 void binary_any(const KernelArgs& k, F f) {
   visit_dtype(k.out[0].dtype(), [&](auto z) {

@@ -56,7 +56,7 @@ Layout3 around(const Shape& s, int64_t dim) {
 }
 
 // ---- cat: any number of inputs, attr dim.
-std::vector<TensorMeta> infer_cat(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
   if (in.empty()) bad("cat", "needs at least one tensor");
   int64_t dim = a.i("dim");
   const Shape& s0 = in[0].shape();
@@ -109,7 +109,7 @@ std::vector<Tensor> grad_cat(const GradArgs& g) {
 const OpDef kCat{.name = "cat", .flags = 0, .infer = infer_cat, .kernel = kernel_cat, .grad = grad_cat};
 
 // ---- index_select: inputs (x, index), attr dim.
-std::vector<TensorMeta> infer_index_select(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_index_select(std::span<const Tensor> in, const Attrs& a) {
   check_index("index_select", in[1]);
   if (in[1].dim() > 1) bad("index_select", "index must be 1-D, got shape " + shape_str(in[1].shape()));
   Shape s = in[0].shape();
@@ -147,7 +147,7 @@ std::vector<Tensor> grad_index_select(const GradArgs& g) {
 }
 
 // ---- index_select_backward: inputs (grad, index), attrs dim, shape.
-std::vector<TensorMeta> infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
   check_index("index_select_backward", in[1]);
   Shape want = a.ints("shape");
   int64_t dim = a.i("dim");
@@ -214,7 +214,7 @@ void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, i
                 " (same rank, no larger outside dim " + std::to_string(dim) + ")");
 }
 
-std::vector<TensorMeta> infer_gather(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_gather(std::span<const Tensor> in, const Attrs& a) {
   check_gather_shapes("gather", in[0].shape(), in[1], a.i("dim"));
   return {{in[1].shape(), in[0].dtype()}};
 }
@@ -259,7 +259,7 @@ std::vector<Tensor> grad_gather(const GradArgs& g) {
 }
 
 // ---- gather_backward: inputs (grad, index), attrs dim, shape: scatter-add into zeros.
-std::vector<TensorMeta> infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
   int64_t dim = a.i("dim");
   if (dim < 0 || dim >= int64_t(s.size())) bad("gather_backward", "dim out of range for " + shape_str(s));
@@ -302,7 +302,7 @@ const OpDef kGatherBackward{.name = "gather_backward", .flags = kSaveInputs, .in
 
 // ---- embedding: inputs (weight, indices), attrs padding_idx (-1: none), mask_padding (rows at
 // padding_idx read as zeros: the adjoint of embedding_backward; false for the public op).
-std::vector<TensorMeta> infer_embedding(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_embedding(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dim() != 2) bad("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(in[0].shape()));
   check_index("embedding", in[1], "indices");
   Shape s = in[1].shape();
@@ -342,7 +342,7 @@ const OpDef kEmbedding{.name = "embedding", .flags = kSaveInputs, .infer = infer
                        .check_inputs = 1u << 1};
 
 // ---- embedding_backward: inputs (grad, indices), attrs num, padding_idx.
-std::vector<TensorMeta> infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
   check_index("embedding_backward", in[1], "indices");
   Shape want = in[1].shape();
   bool ok = in[0].dim() == in[1].dim() + 1 && is_floating(in[0].dtype());

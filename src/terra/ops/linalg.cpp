@@ -11,7 +11,7 @@
 namespace terra {
 namespace {
 
-std::vector<TensorMeta> infer_matmul(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_matmul(std::span<const Tensor> in, const Attrs&) {
   const Shape &a = in[0].shape(), &b = in[1].shape();
   if (in[0].dtype() != in[1].dtype())
     throw std::invalid_argument(std::string("[matmul] dtypes ") + dtype_name(in[0].dtype()) + " and " +

@@ -39,7 +39,7 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 
 // ---- linear: inputs (x [..., in] rank >= 2, w [out, in], b [out]).
-std::vector<TensorMeta> infer_linear(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_linear(std::span<const Tensor> in, const Attrs&) {
   check_linear(in[0], in[1], in[2]);
   if (in[0].dim() < 2) throw std::invalid_argument("[linear] internal: the op takes an input of rank >= 2");
   Shape s = in[0].shape();

@@ -26,7 +26,7 @@ Tensor reduce_loss(const Tensor& l, int64_t r) {
 }
 
 // ---- nll_loss: inputs (log_probs, targets); attrs ignore_index, reduction.
-std::vector<TensorMeta> infer_nll(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_nll(std::span<const Tensor> in, const Attrs& a) {
   check_nll_inputs("nll_loss", in[0], in[1]);
   return {{a.i("reduction") == kNone ? in[1].shape() : Shape{}, in[0].dtype()}};
 }
@@ -66,7 +66,7 @@ std::vector<Tensor> grad_nll(const GradArgs& g) {
 }
 
 // ---- nll_loss_backward: inputs (grad, targets); attrs ignore_index, reduction, shape.
-std::vector<TensorMeta> infer_nll_bw(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_nll_bw(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
   Shape want_g = a.i("reduction") == kNone ? target_shape_for(s) : Shape{};
   if (in[0].shape() != want_g || in[1].shape() != target_shape_for(s) || in[1].dtype() != DType::Int64)
@@ -124,7 +124,7 @@ const OpDef kNllBackward{.name = "nll_loss_backward", .flags = kSaveInputs, .inf
 OpRegistrar r1(kNll), r2(kNllBackward);
 
 // ---- binary cross entropy with logits (elementwise, unreduced); inputs (x, t).
-std::vector<TensorMeta> infer_bce(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_bce(std::span<const Tensor> in, const Attrs&) {
   if (in[0].shape() != in[1].shape())
     throw std::invalid_argument("[binary_cross_entropy_with_logits] targets of shape " + shape_str(in[1].shape()) +
                                 " must have the logits' shape " + shape_str(in[0].shape()));
@@ -148,7 +148,7 @@ std::vector<Tensor> grad_bce(const GradArgs& g) {
 }
 
 // inputs (g, x, t): g * (sigmoid(x) - t).
-std::vector<TensorMeta> infer_bce_bw(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_bce_bw(std::span<const Tensor> in, const Attrs&) {
   if (in[0].shape() != in[1].shape() || in[1].shape() != in[2].shape() || in[0].dtype() != in[1].dtype() ||
       in[1].dtype() != in[2].dtype() || !is_floating(in[0].dtype()))
     throw std::invalid_argument("[binary_cross_entropy_with_logits_backward] grad " + shape_str(in[0].shape()) +

@@ -29,7 +29,7 @@ void check_float(const char* op, const Tensor& x) {
 }
 
 // ---------------------------------------------------------------- batch_norm
-std::vector<TensorMeta> infer_batch_norm(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_batch_norm(std::span<const Tensor> in, const Attrs& a) {
   const Tensor& x = in[0];
   check_float("batch_norm", x);
   if (x.dim() < 2)
@@ -61,7 +61,7 @@ std::vector<Tensor> grad_batch_norm(const GradArgs& g) {
   return out;  // running statistics get no gradient
 }
 
-std::vector<TensorMeta> infer_stats_backward(const char* op, std::span<const Tensor> in, const Shape& stat,
+TensorMetas infer_stats_backward(const char* op, std::span<const Tensor> in, const Shape& stat,
                                              const Shape& param, bool hw) {
   const Tensor &gy = in[0], &x = in[1];
   if (gy.shape() != x.shape() || gy.dtype() != x.dtype())
@@ -74,7 +74,7 @@ std::vector<TensorMeta> infer_stats_backward(const char* op, std::span<const Ten
   return {{x.shape(), x.dtype()}, {param, x.dtype()}, {param, x.dtype()}};
 }
 
-std::vector<TensorMeta> infer_batch_norm_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_batch_norm_backward(std::span<const Tensor> in, const Attrs& a) {
   if (in[1].dim() < 2)
     throw std::invalid_argument("[batch_norm_backward] input must have at least 2 dims, got shape " +
                                 shape_str(in[1].shape()));
@@ -91,7 +91,7 @@ Shape outer_shape(const char* op, const Tensor& x, const Shape& ns) {
   return Shape(x.shape().begin(), x.shape().end() - int64_t(ns.size()));
 }
 
-std::vector<TensorMeta> infer_layer_norm(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_layer_norm(std::span<const Tensor> in, const Attrs& a) {
   const Tensor& x = in[0];
   check_float("layer_norm", x);
   const Shape& ns = a.ints("normalized_shape");
@@ -114,7 +114,7 @@ std::vector<Tensor> grad_layer_norm(const GradArgs& g) {
   return out;
 }
 
-std::vector<TensorMeta> infer_layer_norm_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_layer_norm_backward(std::span<const Tensor> in, const Attrs& a) {
   const Shape& ns = a.ints("normalized_shape");
   Shape outer = outer_shape("layer_norm_backward", in[1], ns);
   return infer_stats_backward("layer_norm_backward", in, outer, ns, a.b("has_weight"));

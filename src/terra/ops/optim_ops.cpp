@@ -28,7 +28,7 @@ void write0(const Tensor& t, double v) {
   });
 }
 
-std::vector<TensorMeta> infer_adam_step_scalars(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_adam_step_scalars(std::span<const Tensor> in, const Attrs& a) {
   check_scalar_f64("adam_step_scalars", "step count", in[0]);
   check_scalar_f64("adam_step_scalars", "learning rate", in[1]);
   const DType d = a.dtype("dtype");
@@ -47,7 +47,7 @@ void kernel_adam_step_scalars(const KernelArgs& k) {
 const OpDef kAdamStepScalars{.name = "adam_step_scalars", .flags = kNoGrad, .infer = infer_adam_step_scalars,
                              .kernel = kernel_adam_step_scalars};
 
-std::vector<TensorMeta> infer_sgd_dampening_factor(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sgd_dampening_factor(std::span<const Tensor> in, const Attrs& a) {
   check_scalar_f64("sgd_dampening_factor", "step count", in[0]);
   const DType d = a.dtype("dtype");
   check_dtype("sgd_dampening_factor", d);
@@ -87,24 +87,24 @@ void check_scalar(const char* op, const char* what, const Tensor& t, DType d) {
     throw std::invalid_argument(name_of(op, what) + " must be a " + dtype_name(d) + " 0-d tensor, got " +
                                 dtype_name(t.dtype()) + " of shape " + shape_str(t.shape()));
 }
-std::vector<TensorMeta> same_as_target(std::span<const Tensor> in) { return {{in[0].shape(), in[0].dtype()}}; }
+TensorMetas same_as_target(std::span<const Tensor> in) { return {{in[0].shape(), in[0].dtype()}}; }
 
 // m or v: in {state, grad, [param]}.
-std::vector<TensorMeta> infer_moment(const char* op, const char* state, std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_moment(const char* op, const char* state, std::span<const Tensor> in, const Attrs& a) {
   const bool hp = a.b("has_param");
   check_target(op, state, in, hp ? 3 : 2);
   check_like(op, "grad", in[1], state, in[0]);
   if (hp) check_like(op, "param", in[2], state, in[0]);
   return same_as_target(in);
 }
-std::vector<TensorMeta> infer_adam_exp_avg(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_adam_exp_avg(std::span<const Tensor> in, const Attrs& a) {
   return infer_moment("adam_exp_avg_", "exp_avg", in, a);
 }
-std::vector<TensorMeta> infer_adam_exp_avg_sq(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_adam_exp_avg_sq(std::span<const Tensor> in, const Attrs& a) {
   return infer_moment("adam_exp_avg_sq_", "exp_avg_sq", in, a);
 }
 // in {param, exp_avg, exp_avg_sq, sc0, sc1, lr}
-std::vector<TensorMeta> infer_adam_param(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_adam_param(std::span<const Tensor> in, const Attrs&) {
   const char* op = "adam_param_";
   check_target(op, "param", in, 6);
   check_like(op, "exp_avg", in[1], "param", in[0]);
@@ -115,7 +115,7 @@ std::vector<TensorMeta> infer_adam_param(std::span<const Tensor> in, const Attrs
   return same_as_target(in);
 }
 // in {buf, grad, [param], [dampening factor]}
-std::vector<TensorMeta> infer_sgd_momentum(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sgd_momentum(std::span<const Tensor> in, const Attrs& a) {
   const char* op = "sgd_momentum_";
   const bool hp = a.b("has_param"), hd = a.b("has_dampening");
   check_target(op, "momentum buffer", in, 2 + hp + hd);
@@ -125,7 +125,7 @@ std::vector<TensorMeta> infer_sgd_momentum(std::span<const Tensor> in, const Att
   return same_as_target(in);
 }
 // in {param, lr, [grad], [buf]}
-std::vector<TensorMeta> infer_sgd_param(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sgd_param(std::span<const Tensor> in, const Attrs& a) {
   const char* op = "sgd_param_";
   const bool hg = a.b("has_grad"), hb = a.b("has_buffer");
   if (!hg && !hb) throw std::runtime_error(name_of(op, "needs a grad or a momentum buffer"));
@@ -180,15 +180,15 @@ size_t check_params(const char* op, std::span<const Tensor> in, const Attrs& a, 
                                   dtype_name(in[i].dtype()) + " of shape " + shape_str(in[i].shape()));
   return size_t(n);
 }
-std::vector<TensorMeta> metas_of(std::span<const Tensor> in, size_t count) {
-  std::vector<TensorMeta> out;
+TensorMetas metas_of(std::span<const Tensor> in, size_t count) {
+  TensorMetas out;
   out.reserve(count);
   for (size_t k = 0; k < count; ++k) out.push_back({in[k].shape(), in[k].dtype()});
   return out;
 }
 
 // in {p[n], m[n], v[n], t[n], g[n], lr}; writes p, m, v, t.
-std::vector<TensorMeta> infer_fused_adam(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_fused_adam(std::span<const Tensor> in, const Attrs& a) {
   const char* op = "fused_adam_";
   const size_t n = check_params(op, in, a, 5);
   check_each_like(op, "exp_avg", in, n, n);
@@ -206,7 +206,7 @@ size_t sgd_roles(const Attrs& a) {
   return 1 + buf + (buf && a.f("dampening") != 0.0);
 }
 // in {p[n], [buf[n]], [t[n]], g[n], lr}; writes p, buf, t.
-std::vector<TensorMeta> infer_fused_sgd(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_fused_sgd(std::span<const Tensor> in, const Attrs& a) {
   const char* op = "fused_sgd_";
   const size_t r = sgd_roles(a), n = check_params(op, in, a, r + 1);
   if (r > 1) check_each_like(op, "momentum buffer", in, n, n);

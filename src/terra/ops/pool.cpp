@@ -55,7 +55,7 @@ Shape input_shape_attr(const char* op, const Attrs& a) {
 }
 
 // ---------------------------------------------------------------- max_pool2d
-std::vector<TensorMeta> infer_max_pool2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_max_pool2d(std::span<const Tensor> in, const Attrs& a) {
   check_input("max_pool2d", in[0]);
   Shape out = window_out("max_pool2d", in[0].shape(), a);
   return {{out, in[0].dtype()}, {out, DType::Int64}};
@@ -63,7 +63,7 @@ std::vector<TensorMeta> infer_max_pool2d(std::span<const Tensor> in, const Attrs
 std::vector<Tensor> grad_max_pool2d(const GradArgs& g) {
   return {max_pool2d_backward(g.grad_out[0], g.out[1], g.in_meta[0].shape)};
 }
-std::vector<TensorMeta> infer_max_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_max_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
   Shape xs = input_shape_attr("max_pool2d_backward", a);
   if (in[1].dtype() != DType::Int64)
     throw std::invalid_argument("[max_pool2d_backward] indices must be int64, got " +
@@ -76,7 +76,7 @@ std::vector<TensorMeta> infer_max_pool2d_backward(std::span<const Tensor> in, co
 }
 
 // ---------------------------------------------------------------- avg_pool2d
-std::vector<TensorMeta> infer_avg_pool2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_avg_pool2d(std::span<const Tensor> in, const Attrs& a) {
   check_input("avg_pool2d", in[0]);
   return {{window_out("avg_pool2d", in[0].shape(), a), in[0].dtype()}};
 }
@@ -84,7 +84,7 @@ std::vector<Tensor> grad_avg_pool2d(const GradArgs& g) {
   return {avg_pool2d_backward(g.grad_out[0], g.in_meta[0].shape, int2(g.attrs, "kernel"), int2(g.attrs, "stride"),
                               int2(g.attrs, "padding"), g.attrs.b("count_include_pad"))};
 }
-std::vector<TensorMeta> infer_avg_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_avg_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
   Shape xs = input_shape_attr("avg_pool2d_backward", a);
   check_grad_shape("avg_pool2d_backward", in[0], window_out("avg_pool2d_backward", xs, a));
   if (!is_floating(in[0].dtype()))  // as the kernel says, but at the call in every mode
@@ -93,7 +93,7 @@ std::vector<TensorMeta> infer_avg_pool2d_backward(std::span<const Tensor> in, co
 }
 
 // ---------------------------------------------------------------- adaptive_avg_pool2d
-std::vector<TensorMeta> infer_adaptive_avg_pool2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_adaptive_avg_pool2d(std::span<const Tensor> in, const Attrs& a) {
   check_input("adaptive_avg_pool2d", in[0]);
   const auto& o = a.ints("output_size");
   if (o[0] <= 0 || o[1] <= 0)
@@ -108,7 +108,7 @@ std::vector<Tensor> grad_adaptive_avg_pool2d(const GradArgs& g) {
 }
 
 // ---------------------------------------------------------------- upsample_nearest2d
-std::vector<TensorMeta> infer_upsample_nearest2d(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_upsample_nearest2d(std::span<const Tensor> in, const Attrs& a) {
   check_input("upsample_nearest2d", in[0]);
   const auto& o = a.ints("output_size");
   if (o[0] <= 0 || o[1] <= 0)
@@ -123,7 +123,7 @@ std::vector<Tensor> grad_upsample_nearest2d(const GradArgs& g) {
 }
 
 // Backward of the shape-only ops: the gradient keeps N and C of the input.
-std::vector<TensorMeta> infer_resize_backward(const char* op, std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_resize_backward(const char* op, std::span<const Tensor> in, const Attrs& a) {
   Shape xs = input_shape_attr(op, a);
   const Shape& g = in[0].shape();
   if (g.size() != 4 || g[0] != xs[0] || g[1] != xs[1] || xs[2] <= 0 || xs[3] <= 0)
@@ -131,10 +131,10 @@ std::vector<TensorMeta> infer_resize_backward(const char* op, std::span<const Te
                                 " does not fit an input of shape " + shape_str(xs));
   return {{xs, in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_adaptive_avg_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_adaptive_avg_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
   return infer_resize_backward("adaptive_avg_pool2d_backward", in, a);
 }
-std::vector<TensorMeta> infer_upsample_nearest2d_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_upsample_nearest2d_backward(std::span<const Tensor> in, const Attrs& a) {
   return infer_resize_backward("upsample_nearest2d_backward", in, a);
 }
 

@@ -34,7 +34,7 @@ void fill_indexed(const Tensor& out, F f) {
   });
 }
 
-std::vector<TensorMeta> infer_factory(const char* op, const Attrs& a, bool floating_only) {
+TensorMetas infer_factory(const char* op, const Attrs& a, bool floating_only) {
   check_shape(op, a.ints("shape"));
   DType d = a.dtype("dtype");
   if (floating_only && !is_floating(d)) bad(op, std::string("needs a floating dtype, got ") + dtype_name(d));
@@ -42,8 +42,8 @@ std::vector<TensorMeta> infer_factory(const char* op, const Attrs& a, bool float
 }
 
 // ---- rand / randn: attrs shape, dtype.
-std::vector<TensorMeta> infer_rand(std::span<const Tensor>, const Attrs& a) { return infer_factory("rand", a, true); }
-std::vector<TensorMeta> infer_randn(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_rand(std::span<const Tensor>, const Attrs& a) { return infer_factory("rand", a, true); }
+TensorMetas infer_randn(std::span<const Tensor>, const Attrs& a) {
   return infer_factory("randn", a, true);
 }
 void kernel_rand(const KernelArgs& k) {
@@ -60,7 +60,7 @@ void kernel_randn(const KernelArgs& k) {
 }
 
 // ---- randint: attrs low, high, shape.
-std::vector<TensorMeta> infer_randint(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_randint(std::span<const Tensor>, const Attrs& a) {
   check_shape("randint", a.ints("shape"));
   if (a.i("high") <= a.i("low"))
     bad("randint", "high " + std::to_string(a.i("high")) + " must be greater than low " + std::to_string(a.i("low")));
@@ -78,7 +78,7 @@ void kernel_randint(const KernelArgs& k) {
 }
 
 // ---- bernoulli(probs): input probs.
-std::vector<TensorMeta> infer_bernoulli(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_bernoulli(std::span<const Tensor> in, const Attrs&) {
   if (!is_floating(in[0].dtype()))
     bad("bernoulli", std::string("probs must be floating, got ") + dtype_name(in[0].dtype()) + " of shape " +
                          shape_str(in[0].shape()));
@@ -108,7 +108,7 @@ void kernel_bernoulli(const KernelArgs& k) {
 }
 
 // ---- bernoulli_p / dropout_mask: attrs shape, p, dtype (no inputs).
-std::vector<TensorMeta> infer_bernoulli_p(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_bernoulli_p(std::span<const Tensor>, const Attrs& a) {
   check_prob("bernoulli", a.f("p"));
   return infer_factory("bernoulli", a, false);
 }
@@ -120,7 +120,7 @@ void kernel_bernoulli_p(const KernelArgs& k) {
     fill_indexed<T>(k.out[0], [=](uint64_t i) { return uniform64_at(key, i) < p ? T(1) : T(0); });
   });
 }
-std::vector<TensorMeta> infer_dropout_mask(std::span<const Tensor>, const Attrs& a) {
+TensorMetas infer_dropout_mask(std::span<const Tensor>, const Attrs& a) {
   check_prob("dropout", a.f("p"));
   return infer_factory("dropout", a, true);
 }

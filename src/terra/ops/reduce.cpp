@@ -39,7 +39,7 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
 
 namespace {
 
-std::vector<TensorMeta> infer_sum(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_sum(std::span<const Tensor> in, const Attrs& a) {
   DType d = is_floating(in[0].dtype()) ? in[0].dtype() : DType::Int64;
   return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), d}};
 }

@@ -39,14 +39,14 @@ int64_t extreme_index(const T* row, int64_t n) {
 }
 
 // ---- max/min over all elements ----
-std::vector<TensorMeta> infer_extreme_all(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_extreme_all(const char* op, std::span<const Tensor> in) {
   if (in[0].numel() == 0)
     throw std::invalid_argument(std::string("[") + op + "] cannot reduce an empty tensor of shape " +
                                 shape_str(in[0].shape()));
   return {{Shape{}, in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_max_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("max", in); }
-std::vector<TensorMeta> infer_min_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("min", in); }
+TensorMetas infer_max_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("max", in); }
+TensorMetas infer_min_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("min", in); }
 
 template <bool Max>
 void kernel_extreme_all(const KernelArgs& k) {
@@ -71,7 +71,7 @@ const OpDef kMinAll{.name = "min_all", .flags = kSaveInputs | kSaveOutputs, .inf
                     .kernel = kernel_extreme_all<false>, .grad = grad_extreme_all};
 
 // ---- max/min/argmax/argmin along one dim ----
-std::vector<TensorMeta> infer_extreme_dim(const char* op, std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_extreme_dim(const char* op, std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = in[0].shape();
   int64_t dim = a.i("dim");
   if (dim < 0 || dim >= int64_t(s.size()))
@@ -81,18 +81,18 @@ std::vector<TensorMeta> infer_extreme_dim(const char* op, std::span<const Tensor
                                 " of size 0 in shape " + shape_str(s));
   return {{reduced_shape(s, {dim}, a.b("keepdim")), in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_max_dim(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_max_dim(std::span<const Tensor> in, const Attrs& a) {
   auto m = infer_extreme_dim("max", in, a);
   return {m[0], {m[0].shape, DType::Int64}};
 }
-std::vector<TensorMeta> infer_min_dim(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_min_dim(std::span<const Tensor> in, const Attrs& a) {
   auto m = infer_extreme_dim("min", in, a);
   return {m[0], {m[0].shape, DType::Int64}};
 }
-std::vector<TensorMeta> infer_argmax(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_argmax(std::span<const Tensor> in, const Attrs& a) {
   return {{infer_extreme_dim("argmax", in, a)[0].shape, DType::Int64}};
 }
-std::vector<TensorMeta> infer_argmin(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_argmin(std::span<const Tensor> in, const Attrs& a) {
   return {{infer_extreme_dim("argmin", in, a)[0].shape, DType::Int64}};
 }
 
@@ -135,7 +135,7 @@ const OpDef kArgmin{.name = "argmin", .flags = kNoGrad, .infer = infer_argmin,
                     .kernel = kernel_extreme_dim<false, false>};
 
 // ---- var ----
-std::vector<TensorMeta> infer_var(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_var(std::span<const Tensor> in, const Attrs& a) {
   if (!is_floating(in[0].dtype()))
     throw std::invalid_argument(std::string("[var] needs a floating tensor, got ") + dtype_name(in[0].dtype()) +
                                 " of shape " + shape_str(in[0].shape()));

@@ -30,17 +30,17 @@ RowLayout layout_of(const Shape& s, int64_t dim) {
   return l;
 }
 
-std::vector<TensorMeta> infer_softmax_like(const char* op, std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_softmax_like(const char* op, std::span<const Tensor> in, const Attrs& a) {
   if (!is_floating(in[0].dtype()))
     throw std::invalid_argument(std::string("[") + op + "] needs a floating tensor, got " + dtype_name(in[0].dtype()) +
                                 " of shape " + shape_str(in[0].shape()));
   wrap_dim(op, a.i("dim"), std::max<int64_t>(in[0].dim(), 1));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<TensorMeta> infer_softmax(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_softmax(std::span<const Tensor> in, const Attrs& a) {
   return infer_softmax_like("softmax", in, a);
 }
-std::vector<TensorMeta> infer_log_softmax(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_log_softmax(std::span<const Tensor> in, const Attrs& a) {
   return infer_softmax_like("log_softmax", in, a);
 }
 
@@ -92,7 +92,7 @@ void kernel_softmax_t(const KernelArgs& k) {
 
 // ---- backward ops: inputs (grad, y), attr dim.
 // Gradients are floating: an integer or bool grad has no kernel (its output would stay unwritten).
-std::vector<TensorMeta> infer_bw(const char* op, std::span<const Tensor> in) {
+TensorMetas infer_bw(const char* op, std::span<const Tensor> in) {
   if (in[0].shape() != in[1].shape() || in[0].dtype() != in[1].dtype())
     throw std::invalid_argument(std::string("[") + op + "] grad " + shape_str(in[0].shape()) + " and output " +
                                 shape_str(in[1].shape()) + " must have the same shape and dtype");
@@ -101,10 +101,10 @@ std::vector<TensorMeta> infer_bw(const char* op, std::span<const Tensor> in) {
                                 dtype_name(in[0].dtype()) + " of shape " + shape_str(in[0].shape()));
   return {{in[1].shape(), in[1].dtype()}};
 }
-std::vector<TensorMeta> infer_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_softmax_bw(std::span<const Tensor> in, const Attrs&) {
   return infer_bw("softmax_backward", in);
 }
-std::vector<TensorMeta> infer_log_softmax_bw(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_log_softmax_bw(std::span<const Tensor> in, const Attrs&) {
   return infer_bw("log_softmax_backward", in);
 }
 

@@ -82,7 +82,7 @@ std::optional<Shape> view_strides(const Shape& old, const Shape& old_st, const S
 }
 
 // ---- view
-std::vector<TensorMeta> infer_view(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_view(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
   check_shape("view", s);
   if (numel_of("view", s) != in[0].numel())
@@ -100,7 +100,7 @@ std::vector<Tensor> grad_view(const GradArgs& g) { return {reshape(g.grad_out[0]
 const OpDef kViewOp{.name = "view", .flags = kView, .infer = infer_view, .view = view_view, .grad = grad_view};
 
 // ---- permute
-std::vector<TensorMeta> infer_permute(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_permute(std::span<const Tensor> in, const Attrs& a) {
   const auto& p = a.ints("dims");
   int64_t r = in[0].dim();
   if (int64_t(p.size()) != r) bad("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
@@ -146,7 +146,7 @@ void check_slice(const char* op, const Shape& s, const Attrs& a) {
                 " is out of bounds for dim " + std::to_string(d) + " of shape " + shape_str(s));
 }
 
-std::vector<TensorMeta> infer_slice(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_slice(std::span<const Tensor> in, const Attrs& a) {
   Shape s = in[0].shape();
   check_slice("slice", s, a);
   int64_t d = a.i("dim");
@@ -163,7 +163,7 @@ Tensor view_slice(const Tensor& x, const Attrs& a) {
   return make_view(x, s, str, off);
 }
 
-std::vector<TensorMeta> infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("in_shape");
   check_shape("slice_backward", s);
   check_slice("slice_backward", s, a);
@@ -197,7 +197,7 @@ std::vector<Tensor> grad_slice(const GradArgs& g) {
 const OpDef kSlice{.name = "slice", .flags = kView, .infer = infer_slice, .view = view_slice, .grad = grad_slice};
 
 // ---- expand
-std::vector<TensorMeta> infer_expand(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_expand(std::span<const Tensor> in, const Attrs& a) {
   const Shape& want = a.ints("shape");
   const Shape& have = in[0].shape();
   if (want.size() < have.size()) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
@@ -226,7 +226,7 @@ const OpDef kExpand{.name = "expand", .flags = kView, .infer = infer_expand, .vi
                     .grad = grad_expand};
 
 // ---- copy (contiguous / clone) and cast
-std::vector<TensorMeta> infer_copy(std::span<const Tensor> in, const Attrs&) {
+TensorMetas infer_copy(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
 void kernel_copy(const KernelArgs& k) { cpu::copy_into(*k.in[0].impl(), *k.out[0].impl()); }
@@ -234,7 +234,7 @@ std::vector<Tensor> grad_copy(const GradArgs& g) { return {g.grad_out[0]}; }
 const OpDef kCopy{.name = "copy", .flags = kElementwise, .infer = infer_copy, .kernel = kernel_copy,
                   .grad = grad_copy};
 
-std::vector<TensorMeta> infer_cast(std::span<const Tensor> in, const Attrs& a) {
+TensorMetas infer_cast(std::span<const Tensor> in, const Attrs& a) {
   return {{in[0].shape(), a.dtype("dtype")}};
 }
 std::vector<Tensor> grad_cast(const GradArgs& g) {

@@ -20,11 +20,11 @@ namespace terra::runtime {
 using graph::Input;
 
 void BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, const Attrs& attrs,
-                           const std::vector<TensorMeta>& meta, PhiloxKey rng, std::vector<Tensor>& outs) {
+                           const TensorMetas& meta, PhiloxKey rng, std::vector<Tensor>& outs) {
   execute_eager_into(*op.op, in, attrs, meta, rng, /*bump_version=*/false, outs);
 }
 
-const std::vector<TensorMeta>& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
+const TensorMetas& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
   bool same = valid && in.size() == inputs.size();
   for (size_t i = 0; same && i < inputs.size(); ++i) {
     const TensorImpl& t = *inputs[i].impl();
@@ -328,7 +328,7 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
     if (op.symbolic_attrs) op.op->infer(in, attrs);
     else meta_[op.node].get(op, in);
   }
-  const std::vector<TensorMeta>& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
+  const TensorMetas& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
                                         : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
                                                             : meta_[op.node].get(op, in);
   std::vector<Tensor>& outs = outs_;

@@ -27,7 +27,7 @@ class BlockExecutor {
   // `attrs`: the node's, or the call's own for a node with symbolic attributes.
   // Outputs go to `outs` (cleared first): the runner reuses one vector, no allocation per op.
   virtual void run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs,
-                      const std::vector<TensorMeta>& meta, PhiloxKey rng, std::vector<Tensor>& outs);
+                      const TensorMetas& meta, PhiloxKey rng, std::vector<Tensor>& outs);
 };
 
 // Index into a node's ring of recent executions for source `s` read by node `reader`. Ages count
@@ -123,14 +123,14 @@ class GraphRunner {
   // Per node: output metas for the input shapes/dtypes last seen (the host already checked them;
   // shape inference is a pure function of these, so it runs again only when they change).
   struct MetaCache {
-    std::vector<TensorMeta> in, out;
+    TensorMetas in, out;
     bool valid = false;
-    const std::vector<TensorMeta>& get(const graph::OpNode& op, const std::vector<Tensor>& inputs);
+    const TensorMetas& get(const graph::OpNode& op, const std::vector<Tensor>& inputs);
   };
   std::vector<MetaCache> meta_;
-  const std::vector<TensorMeta> no_meta_;  // views and in-place ops allocate nothing
+  const TensorMetas no_meta_;  // views and in-place ops allocate nothing
   Attrs call_attrs_;                       // the current symbolic node's attributes, from its message
-  std::vector<TensorMeta> call_meta_;      // and its outputs' metas
+  TensorMetas call_meta_;      // and its outputs' metas
   std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;

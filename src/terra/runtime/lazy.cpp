@@ -4,6 +4,7 @@
 
 #include "terra/compile/passes.h"
 
+#include "terra/core/execute.h"
 #include "terra/core/object_pool.h"
 #include "terra/core/random.h"
 
@@ -40,8 +41,8 @@ uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (
 
 }  // namespace
 
-std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  std::vector<TensorMeta>& meta, PhiloxKey rng) {
+TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                  TensorMetas& meta, PhiloxKey rng) {
   if (op.has(kStateful)) {
     barrier();
     return execute_eager(op, in, attrs, meta, rng);
@@ -61,7 +62,7 @@ std::vector<Tensor> LazyExec::run(const OpDef& op, std::span<const Tensor> in, c
       e.inputs[i] = Tensor(host_snapshot(*in[i].impl()));
   }
   int32_t idx = int32_t(pending_.size());
-  std::vector<Tensor> out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
+  TensorList out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
     return make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
   });
   pending_.push_back(std::move(e));
@@ -134,8 +135,8 @@ void LazyExec::barrier(bool raise) {
         // An earlier batch's value: materialized here (its error raised here), never in a kernel.
         if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
       }
-      std::vector<TensorMeta> meta = e.op->infer(in, e.attrs);
-      e.cell->values = execute_eager(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false);
+      TensorMetas meta = e.op->infer(in, e.attrs);
+      execute_eager_into(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false, e.cell->values);
     }
   } catch (...) {
     std::exception_ptr err = std::current_exception();

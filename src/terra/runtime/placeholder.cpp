@@ -4,10 +4,10 @@
 
 namespace terra::runtime {
 
-std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        std::vector<TensorMeta>& meta,
+TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                        TensorMetas& meta,
                                         FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending) {
-  std::vector<Tensor> out;
+  TensorList out;
   if (op.has(kView)) {
     out.push_back(op.view(in[0], attrs));
     out[0].impl()->pending = pending(0);

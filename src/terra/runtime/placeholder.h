@@ -28,8 +28,8 @@ class FunctionRef<R(A...)> {
 // Views are taken on the (possibly placeholder) input's metadata; in-place ops return their
 // target with its version bumped; other ops get fresh contiguous placeholders. `pending(k)`
 // makes the pending value of output k.
-std::vector<Tensor> placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        std::vector<TensorMeta>& meta,
+TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                                        TensorMetas& meta,
                                         FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending);
 
 // Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a

@@ -143,7 +143,7 @@ void GraphRunner::run_gathered(const std::vector<graph::Item>& block, const Fuse
     for (size_t i = 0; i < op.inputs.size(); ++i)
       if (seg.internal[j][i]) in[i] = (*env_[op.inputs[i].src.node].at(0)).at(op.inputs[i].src.out);
     cur_node_ = op.node;
-    const std::vector<TensorMeta>& meta = op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
+    const TensorMetas& meta = op.op->has(kInplace) ? no_meta_ : meta_[op.node].get(op, in);
     exec_.run_op(op, in, op.attrs, meta, PhiloxKey{}, outs_);
     cur_node_ = kNoNode;
     finish_op(op, in, outs_);

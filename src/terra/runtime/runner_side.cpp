@@ -49,7 +49,7 @@ struct HeavyTask {
   BlockExecutor* exec;
   const graph::OpNode* op;
   std::vector<Tensor>* in;
-  const std::vector<TensorMeta>* meta;
+  const TensorMetas* meta;
   PhiloxKey rng;
   std::vector<Tensor>* outs;
   std::exception_ptr err;
@@ -96,7 +96,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
   const PhiloxKey arng = v ? v->rng : PhiloxKey{};
   if (v) ch_.pop();
   cur_node_ = a.node;  // names the call site of a shape error
-  const std::vector<TensorMeta>& ameta = meta_[a.node].get(a, ain);
+  const TensorMetas& ameta = meta_[a.node].get(a, ain);
   const int64_t work = op_work(*a.op, ain, ameta, a.attrs);
   if (work < g_side_min_work.load(std::memory_order_relaxed) || (!heavy_beside && 2 * light_beside < work)) {
     run_read_op(a, arng);
@@ -127,7 +127,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
         side_.push_back(SideOp{&op, {}});
         cur_node_ = op.node;
         if (op.op->has(kView)) meta_[op.node].get(op, in);  // as run_read_op: a bad view raises here
-        const std::vector<TensorMeta>& meta = op.op->has(kView) ? no_meta_ : meta_[op.node].get(op, in);
+        const TensorMetas& meta = op.op->has(kView) ? no_meta_ : meta_[op.node].get(op, in);
         exec_.run_op(op, in, op.attrs, meta, rng, outs_);
         cur_node_ = kNoNode;
         beside += op_work(*op.op, in, meta, op.attrs);

@@ -42,7 +42,7 @@ struct Record {
   Attrs attrs;
   Location loc;
   std::vector<RecordSource> inputs;
-  std::vector<TensorMeta> out_meta;
+  TensorMetas out_meta;
   std::vector<bool> fetched;  // per output: the host read this value (a fetch point)
 };
 
