@@ -88,14 +88,9 @@ const Segment* segment_of(uintptr_t a) {
   return find(*s, a);
 }
 
-// Direct-mapped cache of addresses already validated. Entries are whole words written atomically; a
-// stale entry is still a validated address (code is not unloaded under a running step).
-constexpr size_t kSeen = 1024;
-std::atomic<uintptr_t> g_seen[kSeen];
-
-size_t slot(uintptr_t a) { return size_t((a * 0x9E3779B97F4A7C15ull) >> 54) & (kSeen - 1); }
-
 }  // namespace
+
+std::atomic<uintptr_t> detail::g_seen[detail::kSeen];
 
 // E8 rel32, or FF /2 with any ModRM/SIB/displacement form (call through a register or memory).
 bool ends_with_call(const uint8_t* p, uintptr_t room) {
@@ -128,10 +123,9 @@ bool ends_with_call(const uint8_t* p, uintptr_t room) {
 #endif
 }
 
-bool is_return_address(uintptr_t a) {
+bool detail::is_return_address_slow(uintptr_t a) {
   if (a == 0) return false;
-  std::atomic<uintptr_t>& e = g_seen[slot(a)];
-  if (e.load(std::memory_order_relaxed) == a) return true;
+  std::atomic<uintptr_t>& e = g_seen[seen_slot(a)];
   const Segment* g = segment_of(a);
   if (!g || (g->readable && !ends_with_call(reinterpret_cast<const uint8_t*>(a), a - g->lo))) return false;
   e.store(a, std::memory_order_relaxed);

@@ -4,13 +4,28 @@
 // to step — every op a new path, a fallback per step. The walk stops at the first word that is not
 // the address right after a call instruction in loaded code.
 #pragma once
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace terra::trace {
 
+namespace detail {
+// Direct-mapped cache of addresses already validated. Entries are whole words written atomically; a
+// stale entry is still a validated address (code is not unloaded under a running step).
+constexpr size_t kSeen = 1024;
+extern std::atomic<uintptr_t> g_seen[kSeen];
+inline size_t seen_slot(uintptr_t a) { return size_t((a * 0x9E3779B97F4A7C15ull) >> 54) & (kSeen - 1); }
+bool is_return_address_slow(uintptr_t a);  // a cache miss: checks the code, then caches `a`
+}  // namespace detail
+
 // True when `a` lies in an executable segment of a loaded object and (on x86-64) follows a call
-// instruction. Validated addresses are cached, so a steady loop pays one load per frame.
-bool is_return_address(uintptr_t a);
+// instruction. Validated addresses are cached, so a steady loop pays one load per frame, inline
+// (the walk runs on every op call in a graph mode).
+inline bool is_return_address(uintptr_t a) {
+  if (a != 0 && detail::g_seen[detail::seen_slot(a)].load(std::memory_order_relaxed) == a) return true;
+  return detail::is_return_address_slow(a);
+}
 
 // x86-64: the `room` bytes ending at `end` (room may be less than 7 at a segment's start) end with a
 // call instruction. Exposed for tests; always true on other architectures.
