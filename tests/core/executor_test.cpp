@@ -10,7 +10,7 @@ namespace {
 
 struct NullExecutor : Executor {
   TensorList run(const OpDef&, std::span<const Tensor>, const Attrs&, TensorMetas&,
-                          PhiloxKey) override {
+                 PhiloxKey) override {
     return {};
   }
 };

@@ -25,7 +25,7 @@ inline Tensor dispatch1(const OpDef& op, std::initializer_list<Tensor> in, const
 // Runs the kernel (or view) now on real inputs. Eager mode, tracing and the GraphRunner use it.
 // Version counters are host-side semantics: graph executors replaying a call pass bump=false.
 TensorList execute_eager(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  const TensorMetas& meta, PhiloxKey rng, bool bump_version = true);
+                         const TensorMetas& meta, PhiloxKey rng, bool bump_version = true);
 
 // Fetch-point hook used by Tensor's readers: tells the executor, then materializes.
 void fetch(const Tensor& t);

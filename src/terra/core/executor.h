@@ -16,7 +16,7 @@ class Executor {
   virtual ~Executor() = default;
   // Produce outputs for one call whose shapes were already inferred into `meta`.
   virtual TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  TensorMetas& meta, PhiloxKey rng) = 0;
+                         TensorMetas& meta, PhiloxKey rng) = 0;
   // The host is about to read `t` (item, to_vector, data_ptr): a fetch point.
   virtual void on_fetch(const Tensor& t) { (void)t; }
   // `t` was made from host data (tensor(...), scalars): a feed point.

@@ -62,7 +62,7 @@ std::vector<Tensor> grad_batch_norm(const GradArgs& g) {
 }
 
 TensorMetas infer_stats_backward(const char* op, std::span<const Tensor> in, const Shape& stat,
-                                             const Shape& param, bool hw) {
+                                 const Shape& param, bool hw) {
   const Tensor &gy = in[0], &x = in[1];
   if (gy.shape() != x.shape() || gy.dtype() != x.dtype())
     throw std::invalid_argument(std::string("[") + op + "] output gradient of shape " + shape_str(gy.shape()) +

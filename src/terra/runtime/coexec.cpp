@@ -144,7 +144,7 @@ class CoExecSession::TracingExec : public Executor {
  public:
   explicit TracingExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          TensorMetas& meta, PhiloxKey rng) override {
+                 TensorMetas& meta, PhiloxKey rng) override {
     trace::Location loc;
     trace::capture_location(loc);
     return s_.trace_call(op, in, attrs, meta, rng, loc);
@@ -163,7 +163,7 @@ class CoExecSession::SkeletonExec : public Executor {
  public:
   explicit SkeletonExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          TensorMetas& meta, PhiloxKey rng) override {
+                 TensorMetas& meta, PhiloxKey rng) override {
     trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
     return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_);
   }
@@ -195,7 +195,7 @@ class CoExecSession::IdleExec : public Executor {
  public:
   explicit IdleExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                          TensorMetas& meta, PhiloxKey rng) override {
+                 TensorMetas& meta, PhiloxKey rng) override {
     // In-place writes may race a runner still reading their target; stateful and random ops keep
     // their order with the runners' effects (the generator a late error rewinds).
     bool sync = op.has(kInplace) || op.has(kStateful) || op.has(kRandom);
@@ -503,16 +503,16 @@ static std::string describe(const trace::Source& s) { return s.str(); }
 // An in-place write into NumPy's memory or a view of it (runs_on_host): run now, kept out of the
 // trace and the graph like a stateful op. The target is a host tensor again from here on, so
 // later reads of it are feeds of its value at their call.
-static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                     TensorMetas& meta, PhiloxKey rng) {
+static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs, TensorMetas& meta,
+                            PhiloxKey rng) {
   TensorList out = execute_eager(op, in, attrs, meta, rng);
   for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k) in[k].impl()->trace_step = 0;
   return out;
 }
 
 TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                                 TensorMetas& meta, PhiloxKey rng,
-                                                 const trace::Location& loc) {
+                                        TensorMetas& meta, PhiloxKey rng,
+                                        const trace::Location& loc) {
   if (op.has(kStateful)) {  // effects outside tensors never enter the graph
     sync_validated();
     return execute_eager(op, in, attrs, meta, rng);
@@ -665,8 +665,8 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 }
 
 TensorList CoExecSession::trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                              TensorMetas& meta, PhiloxKey rng,
-                                              const trace::Location& loc) {
+                                     TensorMetas& meta, PhiloxKey rng,
+                                     const trace::Location& loc) {
   if (runs_on_host(op, in, attrs)) return host_call(op, in, attrs, meta, rng);
   TensorList out = execute_eager(op, in, attrs, meta, rng);
   if (op.has(kStateful)) return out;

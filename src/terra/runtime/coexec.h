@@ -50,9 +50,9 @@ class CoExecSession {
   class IdleExec;
 
   TensorList trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                 TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
+                        TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
   TensorList skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                    TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
+                           TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
   void on_fetch(const Tensor& t);
   void fall_back(const std::string& why);
   struct RegionState {  // a region instance the walk is in, and its next undecided switch

@@ -42,7 +42,7 @@ uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (
 }  // namespace
 
 TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                  TensorMetas& meta, PhiloxKey rng) {
+                         TensorMetas& meta, PhiloxKey rng) {
   if (op.has(kStateful)) {
     barrier();
     return execute_eager(op, in, attrs, meta, rng);

@@ -5,8 +5,8 @@
 namespace terra::runtime {
 
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        TensorMetas& meta,
-                                        FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending) {
+                               TensorMetas& meta,
+                               FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending) {
   TensorList out;
   if (op.has(kView)) {
     out.push_back(op.view(in[0], attrs));

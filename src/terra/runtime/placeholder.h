@@ -29,8 +29,8 @@ class FunctionRef<R(A...)> {
 // target with its version bumped; other ops get fresh contiguous placeholders. `pending(k)`
 // makes the pending value of output k.
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        TensorMetas& meta,
-                                        FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending);
+                               TensorMetas& meta,
+                               FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending);
 
 // Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a
 // view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view
