@@ -370,7 +370,10 @@ void CoExecSession::regenerate() {
 // before it settled (an alias of the slot's cell): released only once the runner finished every
 // step sent by then. Feeds made after settling carry the value itself.
 void CoExecSession::settle_kept_placeholders() {
-  if (st_ && !placeholders_.empty()) kept_.push_back({st_, std::move(placeholders_)});
+  if (st_ && !placeholders_.empty()) {
+    kept_.push_back({st_, std::move(placeholders_)});
+    placeholders_.swap(spare_placeholders_);
+  }
   placeholders_.clear();
   for (Kept& k : kept_) {
     if (k.settled) continue;
@@ -387,6 +390,10 @@ void CoExecSession::settle_kept_placeholders() {
   while (!kept_.empty() && kept_.front().settled && finished >= kept_.front().release_after) {
     for (auto& w : kept_.front().placeholders)
       if (auto sp = w.lock()) sp->release();
+    if (kept_.front().placeholders.capacity() > spare_placeholders_.capacity()) {
+      spare_placeholders_.swap(kept_.front().placeholders);
+      spare_placeholders_.clear();
+    }
     kept_.pop_front();
   }
 }

@@ -98,6 +98,9 @@ class CoExecSession {
     bool settled = false;
   };
   std::vector<std::weak_ptr<SkelPending>> placeholders_;  // the current step's
+  // A released step's list, emptied, kept for the next step: the list grows to a step's op
+  // count, and regrowing it from nothing every step took ~70 malloc'd instructions an op.
+  std::vector<std::weak_ptr<SkelPending>> spare_placeholders_;
   std::deque<Kept> kept_;
   uint64_t growth_bits_ = 0;  // last 64 steps: 1 = the step's trace extended the TraceGraph
 
