@@ -44,7 +44,7 @@ struct FusedSegment {
   };
   std::vector<Ext> ext;
   std::vector<uint32_t> out_slot;     // per op
-  TensorMetas out_meta;   // per op
+  TensorMetas out_meta;               // per op
   std::vector<uint8_t> read_outside;  // per op: its output is read after the segment (or fetched)
   std::vector<uint8_t> writes_ext;    // per op: writes an outside tensor in place
   // Every full-size operand and output has one shape: the same segment runs on another shape
@@ -58,7 +58,7 @@ struct FusedSegment {
 struct FusionSpan {
   uint32_t begin = 0, end = 0;  // item indices: consecutive ops of fusible kinds
   bool planned = false;         // segments valid; false: the next run executes op by op and records
-  TensorMetas key;  // the first op's input shapes this plan was recorded for
+  TensorMetas key;              // the first op's input shapes this plan was recorded for
   std::vector<OpRecord> rec;
   std::vector<FusedSegment> segs;
 };

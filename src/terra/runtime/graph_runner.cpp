@@ -329,8 +329,8 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
     else meta_[op.node].get(op, in);
   }
   const TensorMetas& meta = op.op->has(kView) || op.op->has(kInplace) ? no_meta_
-                                        : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
-                                                            : meta_[op.node].get(op, in);
+                            : op.symbolic_attrs ? (call_meta_ = op.op->infer(in, attrs))
+                                                : meta_[op.node].get(op, in);
   std::vector<Tensor>& outs = outs_;
   exec_.run_op(op, in, attrs, meta, rng, outs);
   cur_node_ = kNoNode;

@@ -129,7 +129,7 @@ class GraphRunner {
   };
   std::vector<MetaCache> meta_;
   const TensorMetas no_meta_;  // views and in-place ops allocate nothing
-  Attrs call_attrs_;                       // the current symbolic node's attributes, from its message
+  Attrs call_attrs_;           // the current symbolic node's attributes, from its message
   TensorMetas call_meta_;      // and its outputs' metas
   std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
   StepState* st_ = nullptr;
