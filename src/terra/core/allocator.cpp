@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -12,25 +13,41 @@ namespace terra {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr int kClasses = 48;
+// Size classes: powers of two up to 4 KiB, then four classes per doubling up to 2^44 bytes, so a
+// block wastes at most 25 % of address space (pages of the tail a tensor never touches cost no
+// memory). Blocks above 8 MiB used to go back to the system at every free: the next tensor of that
+// size page-faulted all its memory in again (an op over a 16 MiB tensor spent ~10 ms there).
+constexpr int kClasses = 6 + 4 * (44 - 12) + 1;
 
-// Size classes: powers of two up to 4 KiB, then four classes per doubling, to bound waste at 25 %.
 size_t class_size(int c) {
   if (c <= 6) return size_t(64) << c;  // 64 .. 4096
   int k = c - 6;
   size_t base = size_t(4096) << ((k - 1) / 4);
   return base + base / 4 * (((k - 1) % 4) + 1);
 }
-int class_of(size_t n) {
-  for (int c = 0; c < kClasses; ++c)
-    if (class_size(c) >= n) return c;
-  return -1;  // too large: not cached
+int class_of(size_t n) {  // the smallest class holding n bytes; -1: larger than any
+  if (n <= 64) return 0;
+  if (n <= 4096) return std::bit_width(n - 1) - 6;
+  const int l = std::bit_width(n - 1) - 1;  // 2^l < n <= 2^(l+1)
+  const size_t base = size_t(1) << l, quarter = base / 4;
+  const int c = 6 + 4 * (l - 12) + int((n - base + quarter - 1) / quarter);
+  return c < kClasses ? c : -1;
 }
+
+// Blocks above this size skip the per-thread caches: one lock per op on such a block costs nothing
+// beside its bytes, and a thread cache holding them would flush its small blocks to make room.
+constexpr size_t kLargeBlock = size_t(1) << 20;
 
 struct Pool {
   std::mutex mu;
   std::vector<void*> free_blocks[kClasses];  // guarded by mu
+  // Large blocks the pool keeps, in bytes, and the most that were ever in use at once: the pool
+  // keeps no more large bytes than that (nor less than kLargeFloor), so a program whose shapes
+  // change keeps at most about its own peak again in free blocks, not every size it ever used.
+  size_t large_cached = 0;
+  size_t large_cap_seen = 0;
 };
+constexpr size_t kLargeFloor = size_t(256) << 20;
 Pool& pool() {
   static Pool* p = new Pool;  // leaked on purpose: tensors may die during static destruction
   return *p;
@@ -39,6 +56,7 @@ Pool& pool() {
 // Counters without a lock: every allocation and free updates them.
 struct Counters {
   std::atomic<int64_t> in_use{0}, peak{0}, cached{0}, allocations{0}, hits{0};
+  std::atomic<int64_t> high{0};  // the peak reset_peak_memory() does not reset: bounds the large cache
 };
 Counters& counters() {
   static Counters* c = new Counters;
@@ -51,6 +69,26 @@ void note_in_use(int64_t delta) {
   int64_t peak = c.peak.load(std::memory_order_relaxed);
   while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+  int64_t high = c.high.load(std::memory_order_relaxed);
+  while (now > high && !c.high.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
+  }
+}
+
+// Frees cached large blocks, largest first, until `need` more bytes fit under `cap` (p.mu held).
+// Returns whether they do.
+bool make_room(Pool& p, size_t need, size_t cap) {
+  for (int c = kClasses - 1; c >= 0 && p.large_cached + need > cap; --c) {
+    const size_t sz = class_size(c);
+    if (sz <= kLargeBlock) break;
+    std::vector<void*>& f = p.free_blocks[c];
+    while (!f.empty() && p.large_cached + need > cap) {
+      std::free(f.back());
+      f.pop_back();
+      p.large_cached -= sz;
+      counters().cached.fetch_sub(int64_t(sz), std::memory_order_relaxed);
+    }
+  }
+  return p.large_cached + need <= cap;
 }
 
 // A per-thread cache in front of the shared pool: in co-execution the GraphRunner allocates what
@@ -96,7 +134,25 @@ void* allocate(size_t nbytes) {
   size_t sz = c >= 0 ? class_size(c) : (nbytes + kAlign - 1) / kAlign * kAlign;
   Counters& k = counters();
   k.allocations.fetch_add(1, std::memory_order_relaxed);
-  if (c >= 0) {
+  if (c >= 0 && sz > kLargeBlock) {
+    Pool& p = pool();
+    void* b = nullptr;
+    {
+      std::lock_guard<std::mutex> g(p.mu);
+      std::vector<void*>& f = p.free_blocks[c];
+      if (!f.empty()) {
+        b = f.back();
+        f.pop_back();
+        p.large_cached -= sz;
+      }
+    }
+    if (b) {
+      k.cached.fetch_sub(int64_t(sz), std::memory_order_relaxed);
+      k.hits.fetch_add(1, std::memory_order_relaxed);
+      note_in_use(int64_t(sz));
+      return b;
+    }
+  } else if (c >= 0) {
     ThreadCache& tc = thread_cache();
     std::vector<void*>& v = tc.blocks[c];
     if (v.empty() && tc.alive) {
@@ -119,6 +175,14 @@ void* allocate(size_t nbytes) {
     }
   }
   void* b = std::aligned_alloc(kAlign, sz);
+  if (!b) {  // the system is out of memory: give back what the pool keeps, and try once more
+    {
+      Pool& p = pool();
+      std::lock_guard<std::mutex> g(p.mu);
+      make_room(p, SIZE_MAX / 2, 0);
+    }
+    b = std::aligned_alloc(kAlign, sz);
+  }
   if (!b) {
     k.allocations.fetch_sub(1, std::memory_order_relaxed);  // the block was never handed out
     throw std::bad_alloc();
@@ -135,6 +199,19 @@ void deallocate(void* b, size_t nbytes) {
   note_in_use(-int64_t(sz));
   if (c < 0) {
     std::free(b);
+    return;
+  }
+  if (sz > kLargeBlock) {
+    Pool& p = pool();
+    const size_t cap = std::max(kLargeFloor, size_t(counters().high.load(std::memory_order_relaxed)));
+    std::lock_guard<std::mutex> g(p.mu);
+    if (make_room(p, sz, cap)) {
+      p.free_blocks[c].push_back(b);
+      p.large_cached += sz;
+      counters().cached.fetch_add(int64_t(sz), std::memory_order_relaxed);
+    } else {
+      std::free(b);  // larger than the cap itself
+    }
     return;
   }
   counters().cached.fetch_add(int64_t(sz), std::memory_order_relaxed);
@@ -175,6 +252,7 @@ void empty_cache() {
     freed += int64_t(p.free_blocks[c].size() * class_size(c));
     p.free_blocks[c].clear();
   }
+  p.large_cached = 0;
   counters().cached.fetch_sub(freed);
 }
 
