@@ -41,11 +41,10 @@ constexpr size_t kLargeBlock = size_t(1) << 20;
 struct Pool {
   std::mutex mu;
   std::vector<void*> free_blocks[kClasses];  // guarded by mu
-  // Large blocks the pool keeps, in bytes, and the most that were ever in use at once: the pool
-  // keeps no more large bytes than that (nor less than kLargeFloor), so a program whose shapes
-  // change keeps at most about its own peak again in free blocks, not every size it ever used.
+  // Bytes of large blocks the pool keeps: at most the most bytes ever in use at once
+  // (Counters::high), and at least kLargeFloor, so a program whose shapes change keeps at most
+  // about its own peak again in free blocks, not every size it ever made.
   size_t large_cached = 0;
-  size_t large_cap_seen = 0;
 };
 constexpr size_t kLargeFloor = size_t(256) << 20;
 Pool& pool() {
