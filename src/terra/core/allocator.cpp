@@ -66,11 +66,23 @@ void note_in_use(int64_t delta) {
   Counters& c = counters();
   int64_t now = c.in_use.fetch_add(delta, std::memory_order_relaxed) + delta;
   int64_t peak = c.peak.load(std::memory_order_relaxed);
+  // high >= peak (reset_peak_memory only lowers peak; a reset racing this call can leave high one
+  // update short, which only lowers the large cache's cap a little): neither moves.
+  if (now <= peak) return;
   while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
   int64_t high = c.high.load(std::memory_order_relaxed);
   while (now > high && !c.high.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
   }
+}
+
+// Counts block `b` of `sz` bytes, just taken from a cache, as handed out.
+void* from_cache(void* b, size_t sz) {
+  Counters& c = counters();
+  c.cached.fetch_sub(int64_t(sz), std::memory_order_relaxed);
+  c.hits.fetch_add(1, std::memory_order_relaxed);
+  note_in_use(int64_t(sz));
+  return b;
 }
 
 // Frees cached large blocks, largest first, until `need` more bytes fit under `cap` (p.mu held).
@@ -145,12 +157,7 @@ void* allocate(size_t nbytes) {
         p.large_cached -= sz;
       }
     }
-    if (b) {
-      k.cached.fetch_sub(int64_t(sz), std::memory_order_relaxed);
-      k.hits.fetch_add(1, std::memory_order_relaxed);
-      note_in_use(int64_t(sz));
-      return b;
-    }
+    if (b) return from_cache(b, sz);
   } else if (c >= 0) {
     ThreadCache& tc = thread_cache();
     std::vector<void*>& v = tc.blocks[c];
@@ -167,10 +174,7 @@ void* allocate(size_t nbytes) {
       void* b = v.back();
       v.pop_back();
       tc.bytes -= sz;
-      k.cached.fetch_sub(int64_t(sz), std::memory_order_relaxed);
-      k.hits.fetch_add(1, std::memory_order_relaxed);
-      note_in_use(int64_t(sz));
-      return b;
+      return from_cache(b, sz);
     }
   }
   void* b = std::aligned_alloc(kAlign, sz);
