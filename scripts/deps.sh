@@ -1,6 +1,6 @@
 # Sourced by scripts/test.sh and scripts/run_demo.sh: installs the Debian packages terra needs,
 # only when one is missing (checked with dpkg -s), so reruns are fast.
-TERRA_DEB_PACKAGES=(cmake ninja-build g++ libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+TERRA_DEB_PACKAGES=(cmake ninja-build g++ libdnnl-dev libxbyak-dev libgtest-dev libgmock-dev libbenchmark-dev
                     pybind11-dev python3-dev python3-torch python3-numpy
                     python3-pip  # the pip-install check (brings setuptools and wheel)
                     ocl-icd-opencl-dev)  # dnnl-config.cmake needs OpenCL (only a Recommends of libdnnl-dev)

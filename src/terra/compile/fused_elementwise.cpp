@@ -4,7 +4,9 @@
 #include <cstring>
 #include <memory>
 
+#include "terra/backend/cpu/jit_elementwise.h"
 #include "terra/backend/cpu/parallel.h"
+#include "terra/compile/passes.h"
 #include "terra/core/object_pool.h"
 
 namespace terra::compile {
@@ -156,6 +158,39 @@ struct FlatSlot {
   int64_t scratch = 0;    // Scratch: its slice in the worker's buffer
 };
 
+// Generated code for `k` over these slots, or null (pass off, no code for its ops, or a written
+// slot overlapping another: the tile loop reads its operands op by op, the code once per vector).
+std::shared_ptr<const cpu::JitKernel> jit_for(const FusedKernel& k, const FlatSlot* info, size_t n_slots) {
+  if (!pass_enabled(Pass::JitElementwise)) return nullptr;
+  const int64_t bytes = k.numel * int64_t(sizeof(float));
+  for (const FusedOp& o : k.ops) {
+    const FlatSlot& w = info[o.out];
+    if (w.kind != FlatSlot::Full) continue;
+    for (size_t s = 0; s < n_slots; ++s) {
+      if (s == o.out || info[s].kind == FlatSlot::Scratch) continue;
+      const char* a = reinterpret_cast<const char*>(w.base);
+      const char* b = reinterpret_cast<const char*>(info[s].base);
+      const int64_t len = info[s].kind == FlatSlot::Full ? bytes : int64_t(sizeof(float));
+      if (a < b + len && b < a + bytes) return nullptr;
+    }
+  }
+  uint8_t kinds[kFlatMaxSlots];
+  for (size_t s = 0; s < n_slots; ++s) kinds[s] = uint8_t(info[s].kind);
+  return k.jit.get(std::span<const uint8_t>(kinds, n_slots), [&] {
+    std::vector<cpu::JitOp> ops;
+    std::vector<cpu::JitSlot> sl;
+    for (const FusedOp& o : k.ops) {
+      cpu::JitOp j{o.op, {o.in[0], o.in.size() > 1 ? o.in[1] : 0}, uint32_t(o.in.size()), o.out};
+      ops.push_back(j);
+    }
+    for (size_t s = 0; s < n_slots; ++s)
+      sl.push_back(info[s].kind == FlatSlot::Full     ? cpu::JitSlot::Full
+                   : info[s].kind == FlatSlot::Scalar ? cpu::JitSlot::Scalar
+                                                      : cpu::JitSlot::Scratch);
+    return cpu::jit_elementwise(ops, sl);
+  });
+}
+
 void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
   FlatSlot info[kFlatMaxSlots];  // the caller's; workers read it during the loop
   int64_t n_scratch = 0;
@@ -169,7 +204,18 @@ void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
     info[s].base = t.data_as<float>();  // pending values exist before any worker reads them
   }
   const FlatSlot* slot = info;
+  const size_t n_slots = slots.size();
+  const std::shared_ptr<const cpu::JitKernel> jit = jit_for(k, info, n_slots);
   cpu::parallel_for(k.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
+    if (jit) {  // whole vectors in generated code; the last few elements by the tile loop below
+      const int64_t m = (e - b) / cpu::kJitWidth * cpu::kJitWidth;
+      float* ptrs[kFlatMaxSlots];
+      for (size_t s = 0; s < n_slots; ++s)
+        ptrs[s] = slot[s].kind == FlatSlot::Full ? slot[s].base + b : slot[s].base;
+      if (m > 0) (*jit)(ptrs, m);
+      b += m;
+      if (b == e) return;
+    }
     thread_local std::vector<float> scratch;
     if (scratch.size() < size_t(n_scratch * kFlatTile)) scratch.resize(size_t(n_scratch * kFlatTile));
     for (int64_t t = b; t < e; t += kFlatTile) {

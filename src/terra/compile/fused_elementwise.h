@@ -5,6 +5,7 @@
 // bit-identical to running the ops one by one — only the loop order across ops changes, which
 // elementwise ops (element i reads only element i, or a broadcast scalar) cannot observe.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,10 @@
 #include <vector>
 
 #include "terra/core/op.h"
+
+namespace terra::cpu {
+class JitKernel;
+}
 
 namespace terra::compile {
 
@@ -48,6 +53,31 @@ class TileViewsPool {
   std::vector<std::unique_ptr<TileViews>> free_;
 };
 
+// The generated code of a kernel for the slot kinds of its last run (fused_elementwise.cpp).
+// Copies start empty.
+class JitCache {
+ public:
+  JitCache() = default;
+  JitCache(const JitCache&) {}
+  JitCache& operator=(const JitCache&) { return *this; }
+  template <class Make>
+  std::shared_ptr<const cpu::JitKernel> get(std::span<const uint8_t> kinds, Make&& make) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!tried_ || !std::equal(kinds.begin(), kinds.end(), kinds_.begin(), kinds_.end())) {
+      kinds_.assign(kinds.begin(), kinds.end());
+      code_ = make();
+      tried_ = true;
+    }
+    return code_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool tried_ = false;
+  std::vector<uint8_t> kinds_;
+  std::shared_ptr<const cpu::JitKernel> code_;
+};
+
 struct FusedKernel {
   int64_t numel = 0;              // elements of every full-size slot
   std::vector<DType> slot_dtype;  // per slot
@@ -55,6 +85,7 @@ struct FusedKernel {
   std::string signature() const;  // the ops and their slots, e.g. "%1=sqrt(%0) %3=div(%1,%2)"
   std::string describe() const;   // one line for explain output: element count and signature
   mutable TileViewsPool views;    // run_fused's per-worker views, reused
+  mutable JitCache jit;           // run_fused's generated code (float32 kernels of tile functions)
 };
 
 // Runs `k`. `slots[s]`: a contiguous tensor of k.numel elements (an outside input, or an output the

@@ -8,7 +8,7 @@ namespace terra::compile {
 namespace {
 
 constexpr unsigned kCount = unsigned(Pass::Count);
-const char* const kNames[kCount] = {"fuse_elementwise", "side_by_side"};
+const char* const kNames[kCount] = {"fuse_elementwise", "side_by_side", "jit_elementwise"};
 
 std::atomic<unsigned>& off_mask() {
   static std::atomic<unsigned> mask = [] {

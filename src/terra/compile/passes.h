@@ -8,7 +8,9 @@ namespace terra::compile {
 
 // SideBySide: the GraphRunner runs a heavy op on a spare core while it runs the ops after it that
 // do not read it (runtime/runner_side.cpp); each op's own kernel, so values never change.
-enum class Pass : unsigned { FuseElementwise, SideBySide, Count };
+// JitElementwise: a fused float32 kernel runs as generated AVX2 code with its values in registers
+// (backend/cpu/jit_elementwise.h) instead of the tile interpreter; the same bits either way.
+enum class Pass : unsigned { FuseElementwise, SideBySide, JitElementwise, Count };
 
 const char* pass_name(Pass p);
 bool pass_enabled(Pass p);

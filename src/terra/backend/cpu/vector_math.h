@@ -17,44 +17,62 @@ namespace terra::cpu {
 // The same for a kernel's element lambda: GCC keeps a lambda holding an inlined vexp as a call
 // per element (scalar, ~15 ns) unless told; inlined into the loop, the loop vectorizes.
 #define TERRA_VECTOR_LAMBDA __attribute__((always_inline))
+// The constants of vexp and vtanh, named: the generated kernels (jit_elementwise.cpp) emit the
+// same operations on the same values.
+namespace exp_k {
+inline constexpr float kLo = -86.6f, kHi = 88.72f;  // the clamp
+inline constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5 * 2^23
+inline constexpr int32_t kRoundBits = 0x4B400000, kBias = 126;
+inline constexpr float kLn2Hi = 0.693359375f, kLn2Lo = 2.12194440e-4f;
+inline constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+inline constexpr float kZeroBelow = -103.98f;
+}  // namespace exp_k
+namespace tanh_k {
+inline constexpr float kSmall = 0.625f;
+// p = kP0; p = p*z + kP1; p = p*z - kM2; p = p*z + kP3; p = p*z - kM4 (subtractions as written)
+inline constexpr float kP0 = -5.70498872745e-3f, kP1 = 2.06390887954e-2f, kM2 = 5.37397155531e-2f,
+                       kP3 = 1.33314422036e-1f, kM4 = 3.33332819422e-1f;
+}  // namespace tanh_k
 TERRA_VECTOR_MATH float vexp(float x) {
+  using namespace exp_k;
   // exp(x) = 2^n e^r, |r| <= ln2/2; Cephes' polynomial (about 1 ulp).
-  float xc = std::min(std::max(x, -86.6f), 88.72f);
+  float xc = std::min(std::max(x, kLo), kHi);
   // Round to nearest by the 1.5 * 2^23 trick: no floor or float->int conversion, which GCC will
   // not vectorize under -ftrapping-math.
-  float t = xc * 1.44269504088896341f + 12582912.0f;
-  int32_t ni = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float n = t - 12582912.0f;
-  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float t = xc * kLog2e + kRound;
+  int32_t ni = std::bit_cast<int32_t>(t) - kRoundBits;
+  float n = t - kRound;
+  float r = xc - n * kLn2Hi + n * kLn2Lo;
+  float p = kP[0];
+  p = p * r + kP[1];
+  p = p * r + kP[2];
+  p = p * r + kP[3];
+  p = p * r + kP[4];
+  p = p * r + kP[5];
   p = p * r * r + r + 1.0f;
   // 2^(n-1) * 2 keeps n = 128 representable; below -86.6 the true value is under 2.6e-38.
-  float scale = std::bit_cast<float>((ni + 126) << 23);
+  float scale = std::bit_cast<float>((ni + kBias) << 23);
   float y = p * scale * 2.0f;
-  y = x > 88.72f ? std::numeric_limits<float>::infinity() : y;
-  y = x < -103.98f ? 0.0f : y;
+  y = x > kHi ? std::numeric_limits<float>::infinity() : y;
+  y = x < kZeroBelow ? 0.0f : y;
   return x != x ? x : y;
 }
 TERRA_VECTOR_MATH float vtanh(float x) {
+  using namespace tanh_k;
   float ax = std::fabs(x);
   // |x| >= 0.625: 1 - 2 / (e^{2|x|} + 1); below, Cephes' odd polynomial (no cancellation).
   float big = 1.0f - 2.0f / (vexp(2.0f * ax) + 1.0f);
   big = x < 0 ? -big : big;
   float z = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
+  float p = kP0;
+  p = p * z + kP1;
+  p = p * z - kM2;
+  p = p * z + kP3;
+  p = p * z - kM4;
   float small = p * z * x + x;
-  return ax < 0.625f ? small : big;
+  return ax < kSmall ? small : big;
 }
-// erf by Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7), the form ATen's vectorized erf uses.
 TERRA_VECTOR_MATH float verf(float x) {
   float ax = std::fabs(x);
   float t = 1.0f / (1.0f + 0.3275911f * ax);
