@@ -1,5 +1,5 @@
-// The 4-layer MLP of issue #9 (256 wide, batch 16, Adam, loss.item() every step) trained in each
-// mode in ONE process, the modes interleaved round by round so machine noise hits them alike.
+// The 4-layer MLP of issue #9 (256 wide, batch 16, Adam, loss.item() every step), or issue #8's
+// transformer encoder and residual CNN (--model), trained in each mode in ONE process, the modes interleaved round by round so machine noise hits them alike.
 // Prints steps/s per mode (median over rounds), co-execution / eager, host and runner time per step
 // (busy wall time from Engine::stats, and CPU time of the host thread and the runner thread),
 // and checks that every mode's losses equal eager's bit for bit. No environment variable is read:
@@ -7,10 +7,16 @@
 //
 //   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
 //             [--modes eager,lazy,coexec]   (a subset, e.g. one mode to profile; eager always runs first)
+//             [--model mlp|encoder|cnn]
+// encoder: 2 post-norm layers written from plain ops (matmul, softmax, LayerNorm, relu), d_model 128,
+//          4 heads, seq 64, batch 8 (--batch), mean over the sequence, a 10-way head.
+// cnn:     conv-BN-relu stem (16 ch), two residual blocks, a stride-2 stage (32 ch) and one block,
+//          global average pool, a 10-way head; 3x32x32 inputs, batch 16.
 #include <algorithm>
 #include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -27,6 +33,7 @@ struct Opts {
   int64_t width = 256, batch = 16, layers = 4, steps = 200, rounds = 5, threads = 0;  // 0: terra's default
   bool sgd = false;
   std::string modes = "eager,lazy,coexec";
+  std::string model = "mlp";
 };
 
 class Mlp : public nn::Module {
@@ -49,18 +56,110 @@ class Mlp : public nn::Module {
   std::vector<std::unique_ptr<nn::Linear>> fcs;
 };
 
+class EncoderLayer : public nn::Module {
+ public:
+  EncoderLayer(int64_t d, int64_t heads)
+      : heads_(heads), q(d, d), k(d, d), v(d, d), proj(d, d), ff1(d, 4 * d), ff2(4 * d, d), n1(d), n2(d) {
+    register_module("q", q), register_module("k", k), register_module("v", v), register_module("proj", proj);
+    register_module("ff1", ff1), register_module("ff2", ff2), register_module("n1", n1), register_module("n2", n2);
+  }
+  Tensor forward(const Tensor& x) override {
+    const int64_t b = x.shape()[0], s = x.shape()[1], d = x.shape()[2], dh = d / heads_;
+    auto split = [&](const Tensor& t) { return transpose(reshape(t, {b, s, heads_, dh}), 1, 2); };
+    Tensor scores = matmul(split(q(x)), transpose(split(k(x)), -2, -1)) * (1.0 / std::sqrt(double(dh)));
+    Tensor a = reshape(transpose(matmul(softmax(scores, -1), split(v(x))), 1, 2), {b, s, d});
+    Tensor h = n1(x + proj(a));
+    return n2(h + ff2(relu(ff1(h))));
+  }
+  std::string name() const override { return "EncoderLayer"; }
+
+ private:
+  int64_t heads_;
+  nn::Linear q, k, v, proj, ff1, ff2;
+  nn::LayerNorm n1, n2;
+};
+
+class Encoder : public nn::Module {
+ public:
+  Encoder(int64_t d, int64_t heads, int64_t layers) : head(d, 10) {
+    for (int64_t i = 0; i < layers; ++i) {
+      blocks.push_back(std::make_unique<EncoderLayer>(d, heads));
+      register_module("layer" + std::to_string(i), *blocks.back());
+    }
+    register_module("head", head);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = x;
+    for (auto& b : blocks) h = (*b)(h);
+    return head(mean(h, {1}));
+  }
+  std::string name() const override { return "Encoder"; }
+  std::vector<std::unique_ptr<EncoderLayer>> blocks;
+  nn::Linear head;
+};
+
+class ConvBn : public nn::Module {
+ public:
+  ConvBn(int64_t in, int64_t out, int64_t stride) : conv(in, out, 3, stride, 1, 1, 1, false), bn(out) {
+    register_module("conv", conv), register_module("bn", bn);
+  }
+  Tensor forward(const Tensor& x) override { return bn(conv(x)); }
+  std::string name() const override { return "ConvBn"; }
+  nn::Conv2d conv;
+  nn::BatchNorm2d bn;
+};
+
+class ResBlock : public nn::Module {
+ public:
+  explicit ResBlock(int64_t c) : a(c, c, 1), b(c, c, 1) { register_module("a", a), register_module("b", b); }
+  Tensor forward(const Tensor& x) override { return relu(b(relu(a(x))) + x); }
+  std::string name() const override { return "ResBlock"; }
+  ConvBn a, b;
+};
+
+class ResCnn : public nn::Module {
+ public:
+  ResCnn() : stem(3, 16, 1), r1(16), r2(16), down(16, 32, 2), r3(32), head(32, 10) {
+    register_module("stem", stem), register_module("r1", r1), register_module("r2", r2);
+    register_module("down", down), register_module("r3", r3), register_module("head", head);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = r2(r1(relu(stem(x))));
+    h = r3(relu(down(h)));
+    return head(reshape(adaptive_avg_pool2d(h, {1, 1}), {h.shape()[0], 32}));
+  }
+  std::string name() const override { return "ResCnn"; }
+  ConvBn stem;
+  ResBlock r1, r2;
+  ConvBn down;
+  ResBlock r3;
+  nn::Linear head;
+};
+
+std::unique_ptr<nn::Module> make_model(const Opts& o) {
+  if (o.model == "encoder") return std::make_unique<Encoder>(128, 4, 2);
+  if (o.model == "cnn") return std::make_unique<ResCnn>();
+  return std::make_unique<Mlp>(o.width, o.layers);
+}
+
+Shape input_shape(const Opts& o) {
+  if (o.model == "encoder") return {o.batch, 64, 128};
+  if (o.model == "cnn") return {o.batch, 3, 32, 32};
+  return {o.batch, o.width};
+}
+
 struct Run {
   Run(Mode m, const Opts& o) : engine(m) {
     manual_seed(1);
     {
       NoGradGuard ng;
       for (int i = 0; i < 8; ++i) {
-        xs.push_back(randn({o.batch, o.width}));
+        xs.push_back(randn(input_shape(o)));
         ys.push_back(randint(0, 10, {o.batch}));
       }
     }
     manual_seed(0);
-    model = std::make_unique<Mlp>(o.width, o.layers);
+    model = make_model(o);
     if (o.sgd) opt = std::make_unique<optim::SGD>(model->parameters(), 0.01, 0.9);
     else opt = std::make_unique<optim::Adam>(model->parameters(), 1e-3);
   }
@@ -79,7 +178,7 @@ struct Run {
   }
   Engine engine;
   std::vector<Tensor> xs, ys;
-  std::unique_ptr<Mlp> model;
+  std::unique_ptr<nn::Module> model;
   std::unique_ptr<optim::Optimizer> opt;
   int64_t next = 0;
   std::vector<float> losses;
@@ -113,12 +212,21 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--sgd")) o.sgd = true;
     else if (!std::strcmp(argv[i], "--threads")) num(o.threads);
     else if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) o.modes = argv[++i];
+    else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) o.model = argv[++i];
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd] [--threads T] [--modes eager,lazy,coexec]\n");
+                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--model mlp|encoder|cnn]\n");
       return 2;
     }
   }
+  if (o.model != "mlp" && o.model != "encoder" && o.model != "cnn") {
+    std::fprintf(stderr, "mlp_modes: --model is mlp, encoder or cnn\n");
+    return 2;
+  }
+  // The defaults of issue #8's two models: batch 8 for the encoder, 16 for the CNN (and the MLP).
+  bool batch_given = false;
+  for (int i = 1; i < argc; ++i) batch_given |= !std::strcmp(argv[i], "--batch");
+  if (o.model == "encoder" && !batch_given) o.batch = 8;
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;
@@ -144,10 +252,13 @@ int main(int argc, char** argv) {
       r->timed_steps += o.steps;
       r->rates.push_back(double(o.steps) / dt);
     }
-  std::printf("MLP %lld layers, width %lld, batch %lld, %s, loss.item() every step, "
-              "%lld rounds x %lld steps, %d threads\n",
-              (long long)o.layers, (long long)o.width, (long long)o.batch, o.sgd ? "SGD momentum" : "Adam",
-              (long long)o.rounds, (long long)o.steps, num_threads());
+  if (o.model == "mlp")
+    std::printf("MLP %lld layers, width %lld, ", (long long)o.layers, (long long)o.width);
+  else
+    std::printf("%s, ", o.model == "encoder" ? "transformer encoder (2 layers, d_model 128, 4 heads, seq 64)"
+                                              : "residual CNN with BatchNorm (3x32x32)");
+  std::printf("batch %lld, %s, loss.item() every step, %lld rounds x %lld steps, %d threads\n", (long long)o.batch,
+              o.sgd ? "SGD momentum" : "Adam", (long long)o.rounds, (long long)o.steps, num_threads());
   std::printf("%-8s %10s %9s %8s %8s %13s %15s %13s %15s  %s\n", "mode", "steps/s", "vs eager", "traces", "fallbk",
               "host us/step", "runner us/step", "host cpu us", "runner cpu us", "losses");
   bool exact = true;
