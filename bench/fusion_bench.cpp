@@ -3,7 +3,9 @@
 //   BM_Stream/n         out[i] = x[i] + y[i] in a plain loop (2 reads, 1 write): one streaming pass
 //   BM_ChainUnfused/n   an 8-op chain over x, y (scalars between) as eager runs it: 8 kernels,
 //                       7 intermediates allocated and written out
-//   BM_ChainFused/n     the same chain as one compile::FusedKernel (intermediates stay in tiles)
+//   BM_ChainFused/n     the same chain as one compile::FusedKernel: generated code, values in registers
+//                       (TERRA_PASSES_OFF=jit_elementwise: the tile interpreter, intermediates in L1 tiles)
+//   BM_JitAssemble      the time to generate the chain's code (each iteration a new cache key)
 //   BM_AdamUnfused/n    one Adam update of n parameters as eager runs it: exp_avg_, exp_avg_sq_,
 //                       adam_param_ (three passes: 10 streams of n floats)
 //   BM_AdamOnePass/n    fused_adam_ (what optim::Adam runs): the three updates in one pass per element
@@ -22,6 +24,7 @@
 
 #include <terra/terra.h>
 
+#include "terra/backend/cpu/jit_elementwise.h"
 #include "terra/compile/fused_elementwise.h"
 #include "terra/ops/optim_ops.h"
 
@@ -103,6 +106,23 @@ void BM_ChainFused(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(12.0 * double(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_ChainFused)->Arg(1 << 16)->Arg(1 << 22)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The chain's code, assembled from nothing: iteration i adds i unused slots, so every key is new.
+void BM_JitAssemble(benchmark::State& state) {
+  compile::FusedKernel k = chain_kernel(1024);
+  std::vector<cpu::JitOp> ops;
+  for (const compile::FusedOp& o : k.ops) ops.push_back({o.op, {o.in[0], o.in[1]}, 2, o.out});
+  std::vector<cpu::JitSlot> slots(k.slot_dtype.size(), cpu::JitSlot::Scratch);
+  slots[0] = slots[1] = slots.back() = cpu::JitSlot::Full;
+  slots[2] = slots[3] = cpu::JitSlot::Scalar;
+  for (auto _ : state) {
+    slots.push_back(cpu::JitSlot::Full);
+    auto code = cpu::jit_elementwise(ops, slots);
+    if (!code) state.SkipWithError("no code (no AVX2?)");
+    benchmark::DoNotOptimize(code.get());
+  }
+}
+BENCHMARK(BM_JitAssemble)->Iterations(200)->Unit(benchmark::kMicrosecond);
 
 struct AdamState {
   Tensor p, g, m, v, lr;

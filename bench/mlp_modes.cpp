@@ -278,6 +278,9 @@ int main(int argc, char** argv) {
   }
   for (auto& r : runs) {
     Stats s = r->engine.stats();
+    if (s.fused_kernels)
+      std::printf("%s: %.1f fused elementwise kernels a step, replacing %.1f ops\n", mode_name(r->engine.mode()),
+                  double(s.fused_kernels) / double(s.steps), double(s.fused_ops) / double(s.steps));
     if (s.side_heavy_ops)
       std::printf("%s: %.1f heavy ops a step ran on a spare core, beside %.1f ops on the runner\n",
                   mode_name(r->engine.mode()), double(s.side_heavy_ops) / double(s.steps),

@@ -135,8 +135,9 @@ void TileViewsPool::give(std::unique_ptr<TileViews> v) {
 namespace {
 
 // The flat path: when every op has a float32 tile function and every slot is float32, a tile runs
-// those functions on raw slices (no kernel call, no tensor views per op and tile). Each op is
-// still its own loop over the tile; values in registers across ops would need generated code.
+// those functions on raw slices (no kernel call, no tensor views per op and tile), each op its own
+// loop over the tile. Where it can, the flat path runs generated code instead (jit_for): whole
+// vectors with every value in registers, the tile loop only for a range's last few elements.
 constexpr size_t kFlatMaxSlots = 64;  // the slot table lives on the caller's stack
 
 bool flat(const FusedKernel& k) {

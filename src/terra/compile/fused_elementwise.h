@@ -3,7 +3,9 @@
 // Each tile runs the ops' own kernels in program order on [tile]-long slices: the per-element
 // arithmetic is exactly the unfused ops' (same functions, same rounding), so results are
 // bit-identical to running the ops one by one — only the loop order across ops changes, which
-// elementwise ops (element i reads only element i, or a broadcast scalar) cannot observe.
+// elementwise ops (element i reads only element i, or a broadcast scalar) cannot observe. When
+// every op has a float32 tile function, generated code (backend/cpu/jit_elementwise.h) runs the
+// kernel with its values in registers instead: the same operations per element, the same bits.
 #pragma once
 #include <algorithm>
 #include <cstdint>
