@@ -5,6 +5,7 @@
 #include <string>
 
 #include "terra/backend/cpu/loops.h"
+#include "terra/backend/cpu/tile_loops.h"
 #include "terra/backend/cpu/vector_math.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
@@ -106,20 +107,33 @@ const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs
 
 // ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
 TensorMetas infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
-void kernel_sqrt(const KernelArgs& k) { float_unary(k, [](auto a) { return std::sqrt(a); }); }
+// Element functions are types: the kernel and the fused tile (tile_f32) apply the same one.
+struct sqrt_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return std::sqrt(a);
+  }
+};
+void kernel_sqrt(const KernelArgs& k) { float_unary(k, sqrt_fn{}); }
 std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
 const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernel_sqrt,
-                  .grad = grad_sqrt};
+                  .grad = grad_sqrt, .tile_f32 = cpu::tile_unary<sqrt_fn>};
 
 TensorMetas infer_rsqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("rsqrt", in); }
-void kernel_rsqrt(const KernelArgs& k) { float_unary(k, [](auto a) { return decltype(a)(1) / std::sqrt(a); }); }
+struct rsqrt_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return T(1) / std::sqrt(a);
+  }
+};
+void kernel_rsqrt(const KernelArgs& k) { float_unary(k, rsqrt_fn{}); }
 // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
 std::vector<Tensor> grad_rsqrt(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], mul(mul(o, o), mul(o, -0.5)))};
 }
 const OpDef kRsqrt{.name = "rsqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_rsqrt,
-                   .kernel = kernel_rsqrt, .grad = grad_rsqrt};
+                   .kernel = kernel_rsqrt, .grad = grad_rsqrt, .tile_f32 = cpu::tile_unary<rsqrt_fn>};
 
 
 TensorMetas infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
@@ -130,12 +144,16 @@ const OpDef kLog{.name = "log", .flags = kElementwise | kSaveInputs, .infer = in
 
 // ---- abs, sign ----
 TensorMetas infer_abs(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("abs", in); }
-void kernel_abs(const KernelArgs& k) {
-  numeric_unary(k, [](auto a) { return a < decltype(a)(0) ? -a : a; });
-}
+struct abs_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return a < T(0) ? T(-a) : a;  // -0 and NaN pass unchanged
+  }
+};
+void kernel_abs(const KernelArgs& k) { numeric_unary(k, abs_fn{}); }
 std::vector<Tensor> grad_abs(const GradArgs& g) { return {mul(g.grad_out[0], sign(g.in[0]))}; }
 const OpDef kAbs{.name = "abs", .flags = kElementwise | kSaveInputs, .infer = infer_abs, .kernel = kernel_abs,
-                 .grad = grad_abs};
+                 .grad = grad_abs, .tile_f32 = cpu::tile_unary<abs_fn>};
 
 TensorMetas infer_sign(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("sign", in); }
 void kernel_sign(const KernelArgs& k) {
@@ -192,8 +210,20 @@ void binary_any(const KernelArgs& k, F f) {
   });
 }
 // NaN on either side propagates, as torch.
-void kernel_maximum(const KernelArgs& k) { binary_any(k, [](auto a, auto b) { return (a > b || a != a) ? a : b; }); }
-void kernel_minimum(const KernelArgs& k) { binary_any(k, [](auto a, auto b) { return (a < b || a != a) ? a : b; }); }
+struct maximum_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a, T b) const {
+    return (a > b || a != a) ? a : b;
+  }
+};
+struct minimum_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a, T b) const {
+    return (a < b || a != a) ? a : b;
+  }
+};
+void kernel_maximum(const KernelArgs& k) { binary_any(k, maximum_fn{}); }
+void kernel_minimum(const KernelArgs& k) { binary_any(k, minimum_fn{}); }
 // Share of the gradient that goes to `a`: 1 where a wins, 1/2 at ties.
 std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
   const Tensor &a = g.in[0], &b = g.in[1], &go = g.grad_out[0];
@@ -206,9 +236,9 @@ std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
 std::vector<Tensor> grad_maximum(const GradArgs& g) { return grad_extreme(g, true); }
 std::vector<Tensor> grad_minimum(const GradArgs& g) { return grad_extreme(g, false); }
 const OpDef kMaximum{.name = "maximum", .flags = kElementwise | kSaveInputs, .infer = infer_maximum,
-                     .kernel = kernel_maximum, .grad = grad_maximum};
+                     .kernel = kernel_maximum, .grad = grad_maximum, .tile_f32 = cpu::tile_binary<maximum_fn>};
 const OpDef kMinimum{.name = "minimum", .flags = kElementwise | kSaveInputs, .infer = infer_minimum,
-                     .kernel = kernel_minimum, .grad = grad_minimum};
+                     .kernel = kernel_minimum, .grad = grad_minimum, .tile_f32 = cpu::tile_binary<minimum_fn>};
 
 OpRegistrar r1(kPow), r2(kPowScalar), r3(kSqrt), r4(kRsqrt), r6(kLog), r7(kAbs), r8(kSign), r9(kClamp),
     r10(kMaximum), r11(kMinimum);

@@ -139,6 +139,30 @@ const std::unordered_map<std::string, Emit>& emitters() {
       g.vcmpps(Gen::T(0), in[0], g.cst(0.0f), kLT);
       g.vandnps(d, Gen::T(0), in[0]);
     };
+    e["sqrt"] = [](Gen& g, const Ymm& d, const Ymm* in) { g.vsqrtps(d, in[0]); };
+    e["rsqrt"] = [](Gen& g, const Ymm& d, const Ymm* in) {  // 1 / sqrt(a)
+      g.vsqrtps(Gen::T(0), in[0]);
+      g.vmovaps(Gen::T(1), g.cst(1.0f));
+      g.vdivps(d, Gen::T(1), Gen::T(0));
+    };
+    e["abs"] = [](Gen& g, const Ymm& d, const Ymm* in) {  // a < 0 ? -a : a (-0 and NaN unchanged)
+      g.vcmpps(Gen::T(0), in[0], g.cst(0.0f), kLT);
+      g.vxorps(Gen::T(1), in[0], g.bits(0x80000000u));
+      g.vblendvps(d, in[0], Gen::T(1), Gen::T(0));
+    };
+    // (a > b || a != a) ? a : b, and (a < b || a != a) ? a : b: NaN in either propagates
+    e["maximum"] = [](Gen& g, const Ymm& d, const Ymm* in) {
+      g.vcmpps(Gen::T(0), in[0], in[1], kGT);
+      g.vcmpps(Gen::T(1), in[0], in[0], kUnord);
+      g.vorps(Gen::T(0), Gen::T(0), Gen::T(1));
+      g.vblendvps(d, in[1], in[0], Gen::T(0));
+    };
+    e["minimum"] = [](Gen& g, const Ymm& d, const Ymm* in) {
+      g.vcmpps(Gen::T(0), in[0], in[1], kLT);
+      g.vcmpps(Gen::T(1), in[0], in[0], kUnord);
+      g.vorps(Gen::T(0), Gen::T(0), Gen::T(1));
+      g.vblendvps(d, in[1], in[0], Gen::T(0));
+    };
     e["exp"] = [](Gen& g, const Ymm& d, const Ymm* in) { g.exp(d, in[0], 0); };
     e["tanh"] = [](Gen& g, const Ymm& d, const Ymm* in) { g.tanh(d, in[0]); };
     e["sigmoid"] = [](Gen& g, const Ymm& d, const Ymm* in) {  // 1 / (1 + exp(-a))
