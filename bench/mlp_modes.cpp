@@ -30,7 +30,7 @@ using namespace terra;
 namespace {
 
 struct Opts {
-  int64_t width = 256, batch = 16, layers = 4, steps = 200, rounds = 5, threads = 0;  // 0: terra's default
+  int64_t width = 256, batch = 0 /* the model's: 8 encoder, else 16 */, layers = 4, steps = 200, rounds = 5, threads = 0;  // 0: terra's default
   bool sgd = false;
   std::string modes = "eager,lazy,coexec";
   std::string model = "mlp";
@@ -223,10 +223,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mlp_modes: --model is mlp, encoder or cnn\n");
     return 2;
   }
-  // The defaults of issue #8's two models: batch 8 for the encoder, 16 for the CNN (and the MLP).
-  bool batch_given = false;
-  for (int i = 1; i < argc; ++i) batch_given |= !std::strcmp(argv[i], "--batch");
-  if (o.model == "encoder" && !batch_given) o.batch = 8;
+  if (o.batch == 0) o.batch = o.model == "encoder" ? 8 : 16;  // issue #8's encoder and CNN, issue #9's MLP
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;

@@ -60,6 +60,15 @@ void numeric_unary(const KernelArgs& k, F f) {
   else visit_floating(d, run);
 }
 
+// Element functions are types: the kernel and the fused tile (tile_f32) apply the same one
+// (sqrt_fn here: pow_scalar's 0.5 exponent runs it too).
+struct sqrt_fn {
+  template <class T>
+  TERRA_VECTOR_MATH T operator()(T a) const {
+    return std::sqrt(a);
+  }
+};
+
 // ---- pow ----
 TensorMetas infer_pow(std::span<const Tensor> in, const Attrs&) {
   auto m = infer_binary_same("pow", in);
@@ -92,7 +101,7 @@ void kernel_pow_scalar(const KernelArgs& k) {
   double e = k.attrs.f("exponent");
   if (e == 2.0) return float_unary(k, [](auto a) { return a * a; });
   if (e == 1.0) return float_unary(k, [](auto a) { return a; });
-  if (e == 0.5) return float_unary(k, [](auto a) { return std::sqrt(a); });
+  if (e == 0.5) return float_unary(k, sqrt_fn{});
   if (e == -1.0) return float_unary(k, [](auto a) { return decltype(a)(1) / a; });
   float_unary(k, [e](auto a) { return std::pow(a, decltype(a)(e)); });
 }
@@ -107,13 +116,6 @@ const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs
 
 // ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
 TensorMetas infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
-// Element functions are types: the kernel and the fused tile (tile_f32) apply the same one.
-struct sqrt_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a) const {
-    return std::sqrt(a);
-  }
-};
 void kernel_sqrt(const KernelArgs& k) { float_unary(k, sqrt_fn{}); }
 std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
 const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernel_sqrt,
