@@ -1,6 +1,6 @@
 // Host allocator that keeps freed blocks in size classes for reuse, so a training step that
 // allocates the same shapes every iteration stops calling malloc after the first one. Blocks up to
-// 1 MiB go through per-thread caches; larger ones through one shared pool that keeps at most the
+// 64 KiB go through per-thread caches; larger ones through one shared pool that keeps at most the
 // program's peak bytes in use (at least 256 MiB) and is emptied when the system runs out of memory.
 #pragma once
 #include <cstddef>
