@@ -16,8 +16,11 @@ using trace::Source;
 struct Gen {
   const trace::TraceGraph& tg;
   SymbolicGraph& g;
-  // consumers[n]: (consumer node, age) for every input that may read node n
-  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> consumers;
+  // consumers[n]: every input that may read an output of node n
+  struct Reader {
+    uint32_t node, age, out;
+  };
+  std::unordered_map<uint32_t, std::vector<Reader>> consumers;
 
   OpNode make_op(const Node* n) {
     OpNode o;
@@ -128,20 +131,23 @@ struct Gen {
       for (auto& set : n->sources)
         for (auto& s : set)
           if (s.kind == Source::Op) {
-            consumers[s.node].push_back({n->id, s.age});
+            consumers[s.node].push_back({n->id, s.age, s.out});
             g.max_age[s.node] = std::max(g.max_age[s.node], s.age);
           }
     }
   }
 
   // Within one basic block, a value whose every reader follows it in the same block (same
-  // iteration) and that the host never fetches can be dropped after its last reader.
+  // iteration) and that the host never fetches can be dropped after its last reader. A reader
+  // inside a loop of the block counts at the loop's place: the value is dropped once the loop
+  // ended (autograd's backward often folds into loops that read the forward's activations).
   void plan_release(Region& r) {
     for (auto& sw : r.switches)
       for (auto& c : sw.cases) {
         std::unordered_map<uint32_t, size_t> pos;
         for (size_t i = 0; i < c.block.size(); ++i)
           if (!c.block[i].is_loop) pos[c.block[i].op.node] = i;
+          else index_nested(*c.block[i].body, i, pos);
         for (size_t i = 0; i < c.block.size(); ++i) {
           Item& it = c.block[i];
           if (it.is_loop) {
@@ -149,19 +155,40 @@ struct Gen {
             continue;
           }
           if (it.op.fetched) continue;
-          size_t last = i;
-          bool local = true;
-          for (auto [cons, age] : consumers[it.op.node]) {
-            auto p = pos.find(cons);
-            if (age != 0 || p == pos.end() || p->second <= i) {
-              local = false;
-              break;
-            }
-            last = std::max(last, p->second);
+          // Per output: a gradient op's big output may die in the block while a small one (a
+          // parameter's gradient) is read by later iterations or after the loop.
+          const uint32_t n_out = std::max<uint32_t>(it.op.num_outputs, 1);
+          std::vector<size_t> last(n_out, i);
+          std::vector<bool> local(n_out, true);
+          for (const Reader& rd : consumers[it.op.node]) {
+            const uint32_t o = rd.out < n_out ? rd.out : 0;
+            auto p = pos.find(rd.node);
+            if (rd.age != 0 || p == pos.end() || p->second <= i) local[o] = false;
+            else last[o] = std::max(last[o], p->second);
           }
-          if (local) c.block[last].op.release_after.push_back(it.op.node);
+          auto release = [&](size_t at, uint32_t out) {
+            Item& x = c.block[at];
+            (x.is_loop ? x.release_after_loop : x.op.release_after).push_back({it.op.node, out});
+          };
+          bool all_same = true;
+          for (uint32_t o = 0; o < n_out; ++o) all_same &= local[o] && last[o] == last[0];
+          if (all_same) {
+            release(last[0], Release::kAllOutputs);
+            continue;
+          }
+          for (uint32_t o = 0; o < n_out; ++o)
+            if (local[o]) release(last[o], o);
         }
       }
+  }
+
+  // Every op node inside `r` (at any depth) maps to `at`, the index of its outermost loop.
+  static void index_nested(const Region& r, size_t at, std::unordered_map<uint32_t, size_t>& pos) {
+    for (auto& sw : r.switches)
+      for (auto& c : sw.cases)
+        for (auto& it : c.block)
+          if (it.is_loop) index_nested(*it.body, at, pos);
+          else pos[it.op.node] = at;
   }
 
   void index_ops(const Region& r) {

@@ -20,6 +20,13 @@ struct Input {
   std::vector<trace::Source> candidates;    // Phi: the host says which one each time
 };
 
+// A value the runner drops after an op (or a loop): output `out` of `node`'s latest run, or
+// every output when out == kAllOutputs.
+struct Release {
+  static constexpr uint32_t kAllOutputs = ~0u;
+  uint32_t node = 0, out = kAllOutputs;
+};
+
 struct OpNode {
   uint32_t node = 0;  // TraceGraph node id
   const OpDef* op = nullptr;
@@ -32,7 +39,7 @@ struct OpNode {
   // (StepState::host_pos), so no write the host has not reached is ever committed.
   bool wait_validated = false;
   bool fetched = false;        // some output is an Output Fetching point
-  std::vector<uint32_t> release_after;  // node values no later op of this step reads
+  std::vector<Release> release_after;  // values no later op of this step reads
 };
 
 struct Region;
@@ -42,6 +49,9 @@ struct Item {
   uint32_t loop_node = 0;         // is_loop
   int64_t fixed_trips = -1;       // >= 0: unrolled, no Loop Cond
   std::unique_ptr<Region> body;
+  // is_loop: values of this block that the loop's body reads last (nothing after the loop does):
+  // released once the loop ended, as OpNode::release_after releases after an op.
+  std::vector<Release> release_after_loop;
 };
 
 struct Case {

@@ -262,6 +262,7 @@ void GraphRunner::run_block(const std::vector<graph::Item>& block) {
     } else {
       while (take_loop_cond(it.loop_node)) run_region(*it.body);
     }
+    release(it.release_after_loop);
   }
 }
 
@@ -354,13 +355,21 @@ void GraphRunner::finish_op(const graph::OpNode& op, std::vector<Tensor>& in, st
 }
 
 void GraphRunner::keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
+
   for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
     if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
   Ring& ring = env_[op.node];
   if (ring.count == 0) touched_.push_back(op.node);
   ring.push_front(outs);
-  for (uint32_t n : op.release_after)
-    if (std::vector<Tensor>* v = env_[n].at(0)) v->clear();
+  release(op.release_after);
+}
+
+void GraphRunner::release(const std::vector<graph::Release>& values) {
+  for (const graph::Release& r : values)
+    if (std::vector<Tensor>* v = env_[r.node].at(0)) {
+      if (r.out == graph::Release::kAllOutputs) v->clear();
+      else if (r.out < v->size()) (*v)[r.out] = Tensor();
+    }
 }
 
 void GraphRunner::advance() {

@@ -86,6 +86,8 @@ class GraphRunner {
   // finish_op's parts: the runner's own bookkeeping (inputs dropped, outputs into the ring, dead
   // values released), then the host's (the position done: pos_ advances, a waiting host wakes).
   void keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  // Drops the values no later op of the step reads (OpNode::release_after, Item::release_after_loop).
+  void release(const std::vector<graph::Release>& values);
   void advance();
   // Fused groups (runner_fusion.cpp).
   BlockPlan& plan_of(const std::vector<graph::Item>& block);

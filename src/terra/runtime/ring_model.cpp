@@ -48,8 +48,10 @@ void RingModel::validate(uint32_t node, uint64_t pos, std::span<const trace::Sou
   auto& mine = ring_[node];
   mine.push_front(true);
   if (mine.size() > size_t(g_->max_age[node]) + 1) mine.pop_back();
-  for (uint32_t n : op->release_after)
-    if (!ring_[n].empty()) ring_[n].front() = false;
+  // Whole values only: a released output, or a value released after a loop, is still counted as
+  // held (the check is looser there, never stricter than the runner).
+  for (const graph::Release& r : op->release_after)
+    if (r.out == graph::Release::kAllOutputs && !ring_[r.node].empty()) ring_[r.node].front() = false;
 }
 
 }  // namespace terra::runtime

@@ -34,8 +34,8 @@ bool touches_node(const graph::OpNode& op, uint32_t n) {
       for (const trace::Source& s : x.candidates)
         if (s.kind == trace::Source::Op && s.node == n) return true;
   }
-  for (uint32_t r : op.release_after)
-    if (r == n) return true;
+  for (const graph::Release& r : op.release_after)
+    if (r.node == n) return true;
   return false;
 }
 

@@ -1,0 +1,88 @@
+// The GraphRunner holds a value only while a later op of the step may read it, as eager's
+// reference counts do: co-execution's peak of tensor bytes stays near eager's on a program whose
+// backward the tracer folds into loops that read the forward's activations.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include <terra/terra.h>
+
+using namespace terra;
+
+namespace {
+
+// A residual CNN with BatchNorm: the traces fold its backward into loops that read the forward's
+// activations, and BatchNorm's backward has a large output (the input's gradient) that dies in
+// the loop beside small ones (the parameters' gradients) that the optimizer reads after it.
+struct ConvBn : nn::Module {
+  ConvBn(int64_t in, int64_t out) : conv(in, out, 3, 1, 1, 1, 1, false), bn(out) {
+    register_module("conv", conv), register_module("bn", bn);
+  }
+  Tensor forward(const Tensor& x) override { return bn(conv(x)); }
+  nn::Conv2d conv;
+  nn::BatchNorm2d bn;
+};
+struct ResBlock : nn::Module {
+  explicit ResBlock(int64_t c) : a(c, c), b(c, c) { register_module("a", a), register_module("b", b); }
+  Tensor forward(const Tensor& x) override { return relu(b(relu(a(x))) + x); }
+  ConvBn a, b;
+};
+struct Net : nn::Module {
+  Net() : stem(3, 8), r1(8), r2(8), r3(8), head(8, 4) {
+    register_module("stem", stem), register_module("r1", r1), register_module("r2", r2);
+    register_module("r3", r3), register_module("head", head);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = r3(r2(r1(relu(stem(x)))));
+    return head(reshape(adaptive_avg_pool2d(h, {1, 1}), {h.shape()[0], 8}));
+  }
+  ConvBn stem;
+  ResBlock r1, r2, r3;
+  nn::Linear head;
+};
+
+struct Result {
+  std::vector<float> losses;
+  int64_t peak = 0;  // allocator peak over the steps after the first five
+};
+
+Result train(Mode m) {
+  manual_seed(3);
+  Net net;
+  optim::SGD opt(net.parameters(), 0.01);
+  Tensor x = randn({8, 3, 16, 16});  // 64 KiB activations
+  Tensor y = tensor(std::vector<int64_t>(8, 1), {8});
+  Engine eng(m);
+  Result r;
+  for (int s = 0; s < 25; ++s) {
+    if (s == 5) {
+      eng.synchronize();
+      reset_peak_memory();
+    }
+    auto st = eng.step();
+    Tensor loss = nn::functional::cross_entropy(net.forward(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    r.losses.push_back(loss.item<float>());
+  }
+  eng.synchronize();
+  r.peak = allocator_stats().peak_bytes_in_use;
+  return r;
+}
+
+}  // namespace
+
+TEST(RunnerMemory, CoExecutionPeakNearEagersWhenLoopsReadTheForward) {
+  Result eager = train(Mode::Eager);
+  Result co = train(Mode::CoExecution);
+  EXPECT_EQ(co.losses, eager.losses);
+  std::printf("[runner-memory] allocator peak: eager %.2f MiB, co-execution %.2f MiB\n", double(eager.peak) / 1048576.0,
+              double(co.peak) / 1048576.0);
+  // Values kept to the loop's or the step's end: 1.59x eager's peak here (2.58 vs 1.62 MiB), every
+  // run. Released at their last reader: 1.13-1.34x; the rest depends on timing (values the host
+  // still holds placeholders for when the runner makes them, and loop-carried values, which stay
+  // until the next iteration replaces them).
+  EXPECT_LE(double(co.peak), 1.45 * double(eager.peak));
+}
