@@ -8,6 +8,8 @@
 //   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
 //             [--modes eager,lazy,coexec]   (a subset, e.g. one mode to profile; eager always runs first)
 //             [--model mlp|encoder|cnn]
+//             [--memory eager|lazy|coexec]  (that mode alone, untimed: peak RSS growth and allocator peak;
+//                                           run once per mode, each in its own process)
 // encoder: 2 post-norm layers written from plain ops (matmul, softmax, LayerNorm, relu), d_model 128,
 //          4 heads, seq 64, batch 8 (--batch), mean over the sequence, a 10-way head.
 // cnn:     conv-BN-relu stem (16 ch), two residual blocks, a stride-2 stage (32 ch) and one block,
@@ -25,6 +27,8 @@
 
 #include <terra/terra.h>
 
+#include "../tools/bench_probe.h"
+
 using namespace terra;
 
 namespace {
@@ -34,6 +38,7 @@ struct Opts {
   bool sgd = false;
   std::string modes = "eager,lazy,coexec";
   std::string model = "mlp";
+  std::string memory;  // --memory MODE: that mode alone, memory only
 };
 
 class Mlp : public nn::Module {
@@ -213,9 +218,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) num(o.threads);
     else if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) o.modes = argv[++i];
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) o.model = argv[++i];
+    else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) o.memory = argv[++i];
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--model mlp|encoder|cnn]\n");
+                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--model mlp|encoder|cnn] "
+                           "[--memory eager|lazy|coexec]\n");
       return 2;
     }
   }
@@ -225,6 +232,17 @@ int main(int argc, char** argv) {
   }
   if (o.batch == 0) o.batch = o.model == "encoder" ? 8 : 16;  // issue #8's encoder and CNN, issue #9's MLP
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
+  if (!o.memory.empty()) {
+    // Memory of one mode in this process: RSS growth from before the model is built.
+    const int64_t rss0 = bench::proc_status_kib("VmRSS");
+    Run r(parse_mode(o.memory), o);
+    for (int64_t i = 0; i < 20 + o.rounds * o.steps; ++i) r.losses.push_back(r.step());
+    r.engine.synchronize();
+    std::printf("%s %s: peak RSS growth %.1f MB, allocator peak %.1f MB over %zu steps\n", o.model.c_str(),
+                o.memory.c_str(), double(bench::proc_status_kib("VmHWM") - rss0) / 1024.0,
+                double(allocator_stats().peak_bytes_in_use) / (1024.0 * 1024.0), r.losses.size());
+    return 0;
+  }
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;
   for (Mode m : modes)

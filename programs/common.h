@@ -30,10 +30,13 @@ class HostRng {
 
 // Records each step's loss. The value is fetched right away only when the caller asked for a
 // progress callback; otherwise the host keeps running ahead and fetches everything at the end.
-// The loss is detached so the step's autograd graph is not kept alive.
+// The loss is detached so the step's autograd graph is not kept alive. A program makes its LossLog
+// right before its training loop: that marks the loop's start (RunOptions::on_loop_start).
 class LossLog {
  public:
-  explicit LossLog(const RunOptions& opts) : opts_(opts) {}
+  explicit LossLog(const RunOptions& opts) : opts_(opts) {
+    if (opts_.on_loop_start) opts_.on_loop_start();
+  }
   void record(int step, const Tensor& loss) {
     losses_.push_back(loss.detach());
     if (opts_.on_step) {

@@ -14,6 +14,9 @@ struct RunOptions {
   bool quick = false; // smaller sizes for CI
   uint64_t seed = 0;
   std::function<void(int step, double loss)> on_step;  // progress callback (may be empty)
+  // Called once after the model and data are built, right before step 0 (may be empty): tools
+  // time each step's latency from it.
+  std::function<void()> on_loop_start;
 };
 
 struct RunResult {

@@ -39,9 +39,14 @@
 #include <vector>
 
 #include "../programs/program.h"
+#include "bench_probe.h"
+#include "bench_table.h"
 
 using namespace terra;
 using namespace terra::programs;
+using terra::bench::fmt;
+using terra::bench::geomean;
+using terra::bench::print_table;
 
 namespace {
 
@@ -59,6 +64,7 @@ struct Options {
   int threads = 0;  // --threads: terra::set_num_threads in parent and children
   bool threads_set = false;
   std::string child;  // "program:mode" in the child process
+  bool probe = false;  // child: also measure memory and step latency (the first round's child)
 };
 
 [[noreturn]] void usage(const std::string& err) {
@@ -139,8 +145,14 @@ int run_child(const Options& o) {
   }
   Mode m = parse_mode(o.child.substr(colon + 1));
   try {
+    // RSS growth: the process's high-water mark after the prime and full runs (same sizes) over its
+    // RSS before either; the allocator's peak over the full run alone.
+    const int64_t rss0 = bench::proc_status_kib("VmRSS");
     Timed prime = timed_run(*p, m, std::max(o.warmup, 1), o);
+    reset_peak_memory();
     Timed full = timed_run(*p, m, o.steps, o);
+    const int64_t alloc_peak = allocator_stats().peak_bytes_in_use;
+    const int64_t hwm = bench::proc_status_kib("VmHWM");
     Timed head;
     if (o.warmup > 0) head = timed_run(*p, m, o.warmup, o);
     // Further timed pairs (--repeat): wall times only; Stats and losses come from the first pair.
@@ -162,6 +174,14 @@ int run_child(const Options& o) {
     std::vector<double> prefix = prime.result.losses;
     if (o.warmup > 0) prefix.insert(prefix.end(), head.result.losses.begin(), head.result.losses.end());
     print_losses("TB_PREFIX", prefix);
+    if (o.probe) {
+      RunOptions ro;
+      ro.steps = o.steps;
+      ro.quick = o.quick;
+      ro.seed = o.seed;
+      bench::StepLatency lat = bench::measure_step_latency(*p, m, ro, o.warmup);
+      std::printf("%s\n", bench::probe_line(lat, rss0 >= 0 && hwm >= 0 ? hwm - rss0 : -1, alloc_peak).c_str());
+    }
     std::fflush(stdout);
   } catch (const std::exception& e) {
     std::string what = e.what();
@@ -188,6 +208,10 @@ struct Row {
   double host_busy = 0, host_stall = 0, runner_busy = 0, runner_stall = 0;
   std::vector<double> losses, prefix;
   std::string check = "n/a";  // "exact" | "DIFF" | "ref" | "n/a"
+  // From the first round's child (TB_PROBE): memory, and step latency with every loss fetched.
+  double rss_growth_mb = NAN, alloc_peak_mb = NAN;
+  double first_ms = NAN, compiled_ms = NAN, steady_ms = NAN, steady_max_ms = NAN;
+  int compiled_step = -1, steady_max_step = -1;
   double torch_eager = NAN, torch_jit = NAN;
 };
 
@@ -216,14 +240,14 @@ std::vector<double> parse_list(const std::string& line) {
   return v;
 }
 
-Row run_one(const Options& o, const std::string& program, const std::string& mode) {
+Row run_one(const Options& o, const std::string& program, const std::string& mode, bool probe) {
   Row r;
   r.program = program;
   r.mode = mode;
   std::string cmd = "timeout " + std::to_string(o.timeout_s) + " " + shell_quote(exe_path()) + " --child " +
                     shell_quote(program + ":" + mode) + " --steps " + std::to_string(o.steps) + " --warmup " +
                     std::to_string(o.warmup) + " --seed " + std::to_string(o.seed) + " --repeat 1" + (o.quick ? " --quick" : "") +
-                    " --threads " + std::to_string(num_threads()) + " 2>&1";
+                    " --threads " + std::to_string(num_threads()) + (probe ? " --probe" : "") + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) {
     r.error = "popen failed";
@@ -259,6 +283,22 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
       r.lazy_hits = std::atoll(kv["lazy_hits"].c_str());
       r.lazy_misses = std::atoll(kv["lazy_misses"].c_str());
       r.ok = true;
+    } else if (line.rfind("TB_PROBE ", 0) == 0) {
+      std::istringstream in(line.substr(9));
+      std::map<std::string, std::string> kv;
+      for (std::string w; in >> w;) {
+        size_t eq = w.find('=');
+        if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+      }
+      double rss = parse_num(kv["rss_growth_kib"]);
+      r.rss_growth_mb = rss >= 0 ? rss / 1024.0 : NAN;
+      r.alloc_peak_mb = parse_num(kv["alloc_peak"]) / (1024.0 * 1024.0);
+      r.first_ms = parse_num(kv["first_ms"]);
+      r.compiled_step = std::atoi(kv["compiled_step"].c_str());
+      r.compiled_ms = parse_num(kv["compiled_ms"]);
+      r.steady_ms = parse_num(kv["steady_ms"]);
+      r.steady_max_ms = parse_num(kv["steady_max_ms"]);
+      r.steady_max_step = std::atoi(kv["steady_max_step"].c_str());
     } else if (line.rfind("TB_LOSSES", 0) == 0) {
       r.losses = parse_list(line);
     } else if (line.rfind("TB_REPS", 0) == 0) {
@@ -366,47 +406,6 @@ void check_against(Row& r, const Row& eager) {
     }
   }
   r.check = "exact";
-}
-
-std::string fmt(const char* f, double v) {
-  if (std::isnan(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-
-// A plain text table: columns right-aligned except the first two.
-void print_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
-                 int left_cols = 2) {
-  std::vector<size_t> w(head.size());
-  for (size_t c = 0; c < head.size(); ++c) w[c] = head[c].size();
-  for (auto& r : rows)
-    for (size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], r[c].size());
-  auto line = [&](const std::vector<std::string>& r) {
-    std::string s;
-    for (size_t c = 0; c < head.size(); ++c) {
-      std::string v = c < r.size() ? r[c] : "";
-      std::string pad(w[c] - std::min(w[c], v.size()), ' ');
-      s += (int(c) < left_cols ? v + pad : pad + v) + (c + 1 < head.size() ? "  " : "");
-    }
-    std::printf("%s\n", s.c_str());
-  };
-  line(head);
-  std::string rule;
-  for (size_t c = 0; c < head.size(); ++c) rule += std::string(w[c], '-') + (c + 1 < head.size() ? "  " : "");
-  std::printf("%s\n", rule.c_str());
-  for (auto& r : rows) line(r);
-}
-
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  int n = 0;
-  for (double x : v)
-    if (std::isfinite(x) && x > 0) {
-      s += std::log(x);
-      ++n;
-    }
-  return n ? std::exp(s / n) : NAN;
 }
 
 // torch CSV: program,framework,steps_per_s,final_loss[,...]; framework torch_eager / torch_jit.
@@ -533,7 +532,7 @@ int run_parent(Options& o) {
         std::printf("[%zu/%zu] %s %s%s ... ", ++k, total, name.c_str(),
                     mode.c_str(), o.repeat > 1 ? (" round " + std::to_string(round + 1) + "/" + std::to_string(o.repeat)).c_str() : "");
         std::fflush(stdout);
-        Row r = run_one(o, name, mode);
+        Row r = run_one(o, name, mode, /*probe=*/round == 0);
         if (r.ok) check_prefix(r, o);
         if (round > 0) {
           add_round(rows[first + m], r);
@@ -630,6 +629,38 @@ int run_parent(Options& o) {
                 t, 1);
   }
 
+  // ---- memory and step latency (first round's child)
+  std::printf("\n== memory and step latency (first round's child): RSS growth = the process's peak RSS over its RSS\n"
+              "   before the runs; alloc_peak = terra's allocator, tensors in use at once. Latencies from a further\n"
+              "   run that fetches every step's loss: step 0, the first step co-execution ran on a generated\n"
+              "   graph (its first fused-kernel assembly included), and the median / slowest step after warm-up.\n");
+  {
+    std::vector<std::vector<std::string>> t;
+    int co_rows = 0, co_leq = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      const Row* eager = nullptr;
+      for (const Row& e : rows)
+        if (e.program == r.program && e.mode == eager_name) eager = &e;
+      if (!r.ok) continue;
+      double rss_vs = eager && eager->ok ? r.rss_growth_mb / eager->rss_growth_mb : NAN;
+      if (r.mode == co_name && std::isfinite(rss_vs)) {
+        ++co_rows;
+        co_leq += r.rss_growth_mb <= eager->rss_growth_mb;
+      }
+      t.push_back({r.program, r.mode, fmt("%.1f", r.rss_growth_mb), fmt("%.2fx", rss_vs), fmt("%.1f", r.alloc_peak_mb),
+                   fmt("%.1f", r.first_ms),
+                   r.compiled_step >= 0 ? fmt("%.1f", r.compiled_ms) + " (" + std::to_string(r.compiled_step) + ")" : "-",
+                   fmt("%.2f", r.steady_ms),
+                   fmt("%.2f", r.steady_max_ms) + (r.steady_max_step >= 0 ? " (" + std::to_string(r.steady_max_step) + ")" : "")});
+    }
+    print_table({"program", "mode", "rss_growth_MB", "vs_eager", "alloc_peak_MB", "step0_ms", "compiled_ms (step)",
+                 "steady_ms", "max_ms (step)"},
+                t);
+    if (co_rows)
+      std::printf("co-execution RSS growth <= eager's on %d of %d programs\n", co_leq, co_rows);
+  }
+
   // ---- lazy vs co-execution (Terra Table 2)
   bool any_lazy = std::find(modes.begin(), modes.end(), lazy_name) != modes.end();
   if (any_co && any_lazy) {
@@ -659,7 +690,8 @@ int run_parent(Options& o) {
     if (!out) throw std::runtime_error("cannot write " + o.csv);
     out << "program,mode,steps_per_s,speedup_vs_eager,traces,fallbacks,final_loss,loss_check,first_loss,total_s,"
            "steps,warmup,graph_generations,host_busy_s,host_stall_s,runner_busy_s,runner_stall_s,"
-           "lazy_cache_hits,lazy_cache_misses,threads,quick,repeat,steps_per_s_min,steps_per_s_max,error";
+           "lazy_cache_hits,lazy_cache_misses,threads,quick,repeat,steps_per_s_min,steps_per_s_max,rss_growth_mb,"
+           "alloc_peak_mb,step0_ms,compiled_step,compiled_ms,steady_step_ms,steady_max_step_ms,error";
     if (with_torch) out << ",torch_eager_steps_per_s,terra_over_torch_eager,torch_jit_steps_per_s,terra_over_torch_jit";
     out << "\n";
     auto num = [](double v) {
@@ -678,7 +710,10 @@ int run_parent(Options& o) {
           << num(r.ok ? r.runner_busy : NAN) << "," << num(r.ok ? r.runner_stall : NAN) << ","
           << (r.ok ? std::to_string(r.lazy_hits) : "") << "," << (r.ok ? std::to_string(r.lazy_misses) : "") << ","
           << num_threads() << "," << (o.quick ? 1 : 0) << "," << o.repeat << ","
-          << num(r.sps_min) << "," << num(r.sps_max) << "," << csv_field(r.error);
+          << num(r.sps_min) << "," << num(r.sps_max) << "," << num(r.rss_growth_mb) << "," << num(r.alloc_peak_mb)
+          << "," << num(r.first_ms) << "," << (r.compiled_step >= 0 ? std::to_string(r.compiled_step) : "") << ","
+          << num(r.compiled_step >= 0 ? r.compiled_ms : NAN) << "," << num(r.steady_ms) << "," << num(r.steady_max_ms)
+          << "," << csv_field(r.error);
       if (with_torch)
         out << "," << num(r.torch_eager) << "," << num(r.steps_per_s / r.torch_eager) << "," << num(r.torch_jit)
             << "," << num(r.steps_per_s / r.torch_jit);
@@ -744,6 +779,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") o.seed = uint64_t(to_int(a, value(i)));
     else if (a == "--timeout") o.timeout_s = to_int(a, value(i));
     else if (a == "--child") o.child = value(i);
+    else if (a == "--probe") o.probe = true;
     else if (a == "--repeat") o.repeat = std::max(1, to_int(a, value(i)));
     else if (a == "--threads") o.threads = to_int(a, value(i)), o.threads_set = true;
     else if (a == "--list") {
