@@ -137,58 +137,87 @@ struct Gen {
     }
   }
 
-  // Within one basic block, a value whose every reader follows it in the same block (same
-  // iteration) and that the host never fetches can be dropped after its last reader. A reader
-  // inside a loop of the block counts at the loop's place: the value is dropped once the loop
-  // ended (autograd's backward often folds into loops that read the forward's activations).
+  // Where an op runs in a region: its switch, case and item (for an op inside a loop of that
+  // case's block: the loop's item).
+  struct Place {
+    size_t sw, c, item;
+  };
+
+  // A value whose every reader runs after it in the same iteration of its region, and that the
+  // host never fetches, is dropped after its last reader, as eager's reference counts drop it:
+  // - readers in its own block: after the last of them; one inside a loop of the block counts at
+  //   the loop's place (autograd's backward often folds into loops that read the forward);
+  // - readers in later switches of the region (a loop body's blocks between case selects): once
+  //   the last of those switches ran, whichever case it took.
+  // Per output: a gradient op's big output may die in the block while a small one (a parameter's
+  // gradient) is read by later iterations or after the loop.
   void plan_release(Region& r) {
-    for (auto& sw : r.switches)
-      for (auto& c : sw.cases) {
-        std::unordered_map<uint32_t, size_t> pos;
-        for (size_t i = 0; i < c.block.size(); ++i)
-          if (!c.block[i].is_loop) pos[c.block[i].op.node] = i;
-          else index_nested(*c.block[i].body, i, pos);
-        for (size_t i = 0; i < c.block.size(); ++i) {
-          Item& it = c.block[i];
+    std::unordered_map<uint32_t, Place> where;
+    for (size_t s = 0; s < r.switches.size(); ++s)
+      for (size_t ci = 0; ci < r.switches[s].cases.size(); ++ci) {
+        const auto& block = r.switches[s].cases[ci].block;
+        for (size_t i = 0; i < block.size(); ++i)
+          if (!block[i].is_loop) where[block[i].op.node] = {s, ci, i};
+          else index_nested(*block[i].body, {s, ci, i}, where);
+      }
+    for (size_t s = 0; s < r.switches.size(); ++s)
+      for (size_t ci = 0; ci < r.switches[s].cases.size(); ++ci) {
+        auto& block = r.switches[s].cases[ci].block;
+        for (size_t i = 0; i < block.size(); ++i) {
+          Item& it = block[i];
           if (it.is_loop) {
             plan_release(*it.body);
             continue;
           }
           if (it.op.fetched) continue;
-          // Per output: a gradient op's big output may die in the block while a small one (a
-          // parameter's gradient) is read by later iterations or after the loop.
+          // Per output, where it dies: (false, item) in the block, (true, switch) after a later switch.
           const uint32_t n_out = std::max<uint32_t>(it.op.num_outputs, 1);
-          std::vector<size_t> last(n_out, i);
-          std::vector<bool> local(n_out, true);
+          std::vector<std::pair<bool, size_t>> at(n_out, {false, i});
+          std::vector<bool> ok(n_out, true);
           for (const Reader& rd : consumers[it.op.node]) {
             const uint32_t o = rd.out < n_out ? rd.out : 0;
-            auto p = pos.find(rd.node);
-            if (rd.age != 0 || p == pos.end() || p->second <= i) local[o] = false;
-            else last[o] = std::max(last[o], p->second);
+            auto p = where.find(rd.node);
+            if (rd.age != 0 || p == where.end()) {
+              ok[o] = false;
+              continue;
+            }
+            const Place& q = p->second;
+            if (q.sw == s && q.c == ci && q.item > i) {
+              if (!at[o].first) at[o].second = std::max(at[o].second, q.item);
+            } else if (q.sw > s) {
+              at[o] = {true, at[o].first ? std::max(at[o].second, q.sw) : q.sw};
+            } else {
+              ok[o] = false;
+            }
           }
-          auto release = [&](size_t at, uint32_t out) {
-            Item& x = c.block[at];
-            (x.is_loop ? x.release_after_loop : x.op.release_after).push_back({it.op.node, out});
+          auto release = [&](std::pair<bool, size_t> where_, uint32_t out) {
+            const Release rel{it.op.node, out};
+            if (where_.first) {
+              r.switches[where_.second].release_after.push_back(rel);
+              return;
+            }
+            Item& x = block[where_.second];
+            (x.is_loop ? x.release_after_loop : x.op.release_after).push_back(rel);
           };
           bool all_same = true;
-          for (uint32_t o = 0; o < n_out; ++o) all_same &= local[o] && last[o] == last[0];
+          for (uint32_t o = 0; o < n_out; ++o) all_same &= ok[o] && at[o] == at[0];
           if (all_same) {
-            release(last[0], Release::kAllOutputs);
+            release(at[0], Release::kAllOutputs);
             continue;
           }
           for (uint32_t o = 0; o < n_out; ++o)
-            if (local[o]) release(last[o], o);
+            if (ok[o]) release(at[o], o);
         }
       }
   }
 
-  // Every op node inside `r` (at any depth) maps to `at`, the index of its outermost loop.
-  static void index_nested(const Region& r, size_t at, std::unordered_map<uint32_t, size_t>& pos) {
+  // Every op node inside `r` (at any depth) is placed at `p`, its outermost loop's place.
+  static void index_nested(const Region& r, Place p, std::unordered_map<uint32_t, Place>& where) {
     for (auto& sw : r.switches)
       for (auto& c : sw.cases)
         for (auto& it : c.block)
-          if (it.is_loop) index_nested(*it.body, at, pos);
-          else pos[it.op.node] = at;
+          if (it.is_loop) index_nested(*it.body, p, where);
+          else where[it.op.node] = p;
   }
 
   void index_ops(const Region& r) {

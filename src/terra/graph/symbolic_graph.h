@@ -63,6 +63,9 @@ struct Switch {
   uint32_t id = 0;
   bool needs_select = false;  // a Case Select from the host; false when one case always runs
   std::vector<Case> cases;
+  // Values of earlier switches of the region that this one reads last (in whichever case):
+  // released once it ran.
+  std::vector<Release> release_after;
 };
 
 struct Region {
