@@ -108,7 +108,21 @@ TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
       EXPECT_EQ(r[col["speedup_vs_eager"]], "1");
       EXPECT_EQ(r[col["traces"]], "0");
     }
+    // Memory and step latency of the first round's child: real numbers in every mode; the first
+    // compiled step only in co-execution, after the traced step 0.
+    EXPECT_GT(std::stod(r[col["alloc_peak_mb"]]), 0.0) << c.header;
+    EXPECT_GE(std::stod(r[col["rss_growth_mb"]]), 0.0);
+    EXPECT_GT(std::stod(r[col["step0_ms"]]), 0.0);
+    EXPECT_GT(std::stod(r[col["steady_step_ms"]]), 0.0);
+    EXPECT_GE(std::stod(r[col["steady_max_step_ms"]]), std::stod(r[col["steady_step_ms"]]));
+    if (i % 3 == 2) {
+      EXPECT_GE(std::stoi(r[col["compiled_step"]]), 1);
+      EXPECT_GT(std::stod(r[col["compiled_ms"]]), 0.0);
+    } else {
+      EXPECT_EQ(r[col["compiled_step"]], "");
+    }
   }
+  EXPECT_NE(out.find("== memory and step latency"), std::string::npos) << out;
 }
 
 // --repeat R: rounds with the modes interleaved, each mode a child per round; the row's steps/s is
