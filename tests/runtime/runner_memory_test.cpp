@@ -1,6 +1,6 @@
-// The GraphRunner holds a value only while a later op of the step may read it, as eager's
-// reference counts do: co-execution's peak of tensor bytes stays near eager's on a program whose
-// backward the tracer folds into loops that read the forward's activations.
+// The GraphRunner holds a value only while a later op of the step or a host placeholder may read
+// it, as eager's reference counts do: co-execution's peak of tensor bytes stays at eager's on a
+// program whose backward the tracer folds into loops that read the forward's activations.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -80,9 +80,9 @@ TEST(RunnerMemory, CoExecutionPeakNearEagersWhenLoopsReadTheForward) {
   EXPECT_EQ(co.losses, eager.losses);
   std::printf("[runner-memory] allocator peak: eager %.2f MiB, co-execution %.2f MiB\n", double(eager.peak) / 1048576.0,
               double(co.peak) / 1048576.0);
-  // Values kept to the loop's or the step's end: 1.59x eager's peak here (2.58 vs 1.62 MiB), every
-  // run. Released at their last reader: 1.13-1.34x; the rest depends on timing (values the host
-  // still holds placeholders for when the runner makes them, and loop-carried values, which stay
-  // until the next iteration replaces them).
-  EXPECT_LE(double(co.peak), 1.45 * double(eager.peak));
+  // Values kept to the loop's or the step's end: 1.59x eager's peak here (2.58 vs 1.62 MiB) in
+  // every run. Released at their last reader: 1.13-1.34x, by timing, since a parameter's gradient
+  // the host held kept BatchNorm's input gradient beside it in the position's cell. With each
+  // output's cell dropped on its own: 0.91-0.98x, also with both cores loaded.
+  EXPECT_LE(double(co.peak), 1.15 * double(eager.peak));
 }

@@ -4,6 +4,7 @@
 #include "terra/core/random.h"
 #include "terra/core/wait.h"
 
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,7 @@ StepState::~StepState() {
       c[i].cell.error = nullptr;
       c[i].refs.store(0, std::memory_order_relaxed);
       c[i].state = CellSlot::Untouched;
+      c[i].dead_outs = 0;
     }
     std::lock_guard<std::mutex> g(pool.mu);
     if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
@@ -85,6 +87,22 @@ void StepState::host_drop(CellSlot& s) {
   s.cell.values.clear();  // outside the lock: dead, and the runner is done with the step
 }
 
+void StepState::host_drop_output(CellSlot& s, uint32_t out) {
+  if (out >= 32) return;  // kept with the position (ops with that many outputs are rare)
+  Tensor v;
+  {
+    std::lock_guard<SpinLock> g(cells_mu);
+    s.dead_outs |= uint32_t(1) << out;
+    if (out >= s.cell.values.size() || !s.cell.values[out].defined()) return;
+    v = std::move(s.cell.values[out]);
+    s.cell.values[out] = Tensor();
+    if (!host_frees_) {
+      dead_values_.push_back(std::move(v));
+      return;
+    }
+  }
+}  // v: freed here, outside the lock (the runner is done with the step)
+
 void StepState::free_dead(std::vector<CellSlot*>& dead) {
   for (CellSlot* s : dead) s->cell.values.clear();  // dead: no other thread touches it again (capacity kept)
   dead.clear();
@@ -92,11 +110,13 @@ void StepState::free_dead(std::vector<CellSlot*>& dead) {
 
 void StepState::host_reclaim() {
   std::vector<CellSlot*> dead;
+  std::vector<Tensor> dead_values;
   {
     std::lock_guard<SpinLock> g(cells_mu);
     if (host_frees_) return;
     host_frees_ = true;
     dead.swap(dead_);
+    dead_values.swap(dead_values_);
   }
   free_dead(dead);
 }
@@ -174,11 +194,17 @@ void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
     std::lock_guard<SpinLock> g(cells_mu);
     CellSlot& s = slot(p);
     if (s.state == CellSlot::Untouched) s.state = CellSlot::RunnerFirst;  // kept until the host validates p
-    if (s.state != CellSlot::Dead) s.cell.values = outs;
-    if (dead_.empty()) return;
+    if (s.state != CellSlot::Dead) {
+      s.cell.values = outs;
+      for (uint32_t m = s.dead_outs; m; m &= m - 1)  // outputs whose placeholder already died
+        if (size_t k = size_t(std::countr_zero(m)); k < s.cell.values.size()) s.cell.values[k] = Tensor();
+    }
+    if (dead_.empty() && dead_values_.empty()) return;
     runner_dead_.swap(dead_);
+    runner_dead_values_.swap(dead_values_);
   }
   free_dead(runner_dead_);
+  runner_dead_values_.clear();
 }
 
 bool debug_protocol() {

@@ -63,6 +63,10 @@ struct CellSlot {
   // Guarded by StepState::cells_mu. RunnerFirst: stored before the host got there (kept for it);
   // Host: the host's placeholders may read it; Dead: every placeholder died (never read again).
   enum State : uint8_t { Untouched, RunnerFirst, Host, Dead } state = Untouched;
+  // Guarded by cells_mu: outputs (below 32) whose placeholder died while others of the position
+  // live. The runner does not keep them: a parameter's gradient the host holds must not keep
+  // BatchNorm's input gradient beside it (StepState::host_release_out).
+  uint32_t dead_outs = 0;
 };
 
 struct StepState {
@@ -111,6 +115,12 @@ struct StepState {
   void host_release(CellSlot& s) {
     if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
   }
+  // The same for output `out`'s placeholder (one per output): when others of the position still
+  // live, that output alone dies.
+  void host_release_out(CellSlot& s, uint32_t out) {
+    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
+    else host_drop_output(s, out);
+  }
   // Host: the runner has finished this step; dropped values are freed where they die from now on.
   void host_reclaim();
   // Runner: whether the host holds, or may still create, a placeholder for position `p`'s outputs
@@ -134,12 +144,15 @@ struct StepState {
   static constexpr uint64_t kChunk = 256;
   CellSlot& slot(uint64_t p);  // under cells_mu; makes the chunk
   void host_drop(CellSlot& s);
+  void host_drop_output(CellSlot& s, uint32_t out);
   void free_dead(std::vector<CellSlot*>& dead);
   std::vector<CellSlot*> chunks_;  // kChunk slots each; slots never move
   // Values of dead slots the runner made: freed by the runner at its next store (malloc frees
   // them on the thread that allocated them, in batches) until host_reclaim.
   std::vector<CellSlot*> dead_;
   std::vector<CellSlot*> runner_dead_;  // the runner's batch being freed (runner only)
+  std::vector<Tensor> dead_values_;     // single outputs the same way (host_drop_output)
+  std::vector<Tensor> runner_dead_values_;
   bool host_frees_ = false;
   static inline std::atomic<int64_t> live_{0};
 };

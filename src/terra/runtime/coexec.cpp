@@ -73,7 +73,7 @@ struct SkelPending : PendingValue {
     s->refs.store(s->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   ~SkelPending() override {
-    if (step) step->host_release(*slot);
+    if (step) step->host_release_out(*slot, out);
   }
   // Host thread, its step finished: takes the value unless the op (or its step) failed, which
   // keeps the slot so a read re-raises the error.
@@ -86,7 +86,7 @@ struct SkelPending : PendingValue {
   void release() {
     std::lock_guard<SpinLock> g(mu);
     if (!settled.defined() || !step) return;
-    step->host_release(*slot);
+    step->host_release_out(*slot, out);
     step.reset();
     slot = nullptr;
   }
