@@ -36,7 +36,7 @@ struct StepLatency {
 
 StepLatency measure_step_latency(const programs::Program& p, Mode m, const programs::RunOptions& base, int warmup);
 
-// "k=v" words for the child's TB_PROBE line and their parse in the parent.
+// The child's TB_PROBE line: "k=v" words (terra_bench.cpp parses them).
 std::string probe_line(const StepLatency& l, int64_t rss_growth_kib, int64_t alloc_peak_bytes);
 
 }  // namespace terra::bench

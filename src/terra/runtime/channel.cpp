@@ -89,19 +89,16 @@ void StepState::host_drop(CellSlot& s) {
 
 void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   if (out >= 32) return;  // kept with the position (ops with that many outputs are rare)
-  Tensor v;
+  Tensor v;  // once the runner is done with the step: freed here, outside the lock
   {
     std::lock_guard<SpinLock> g(cells_mu);
     s.dead_outs |= uint32_t(1) << out;
     if (out >= s.cell.values.size() || !s.cell.values[out].defined()) return;
     v = std::move(s.cell.values[out]);
     s.cell.values[out] = Tensor();
-    if (!host_frees_) {
-      dead_values_.push_back(std::move(v));
-      return;
-    }
+    if (!host_frees_) dead_values_.push_back(std::move(v));  // the runner frees it (as dead_)
   }
-}  // v: freed here, outside the lock (the runner is done with the step)
+}
 
 void StepState::free_dead(std::vector<CellSlot*>& dead) {
   for (CellSlot* s : dead) s->cell.values.clear();  // dead: no other thread touches it again (capacity kept)

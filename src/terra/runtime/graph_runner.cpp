@@ -355,7 +355,6 @@ void GraphRunner::finish_op(const graph::OpNode& op, std::vector<Tensor>& in, st
 }
 
 void GraphRunner::keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
-
   for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
     if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
   Ring& ring = env_[op.node];
