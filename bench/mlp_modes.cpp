@@ -1,5 +1,6 @@
 // The 4-layer MLP of issue #9 (256 wide, batch 16, Adam, loss.item() every step), or issue #8's
-// transformer encoder and residual CNN (--model), trained in each mode in ONE process, the modes interleaved round by round so machine noise hits them alike.
+// transformer encoder and residual CNN (--model), trained in each mode in ONE process, the modes
+// interleaved round by round so machine noise hits them alike.
 // Prints steps/s per mode (median over rounds), co-execution / eager, host and runner time per step
 // (busy wall time from Engine::stats, and CPU time of the host thread and the runner thread),
 // and checks that every mode's losses equal eager's bit for bit. No environment variable is read:
@@ -234,8 +235,15 @@ int main(int argc, char** argv) {
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
   if (!o.memory.empty()) {
     // Memory of one mode in this process: RSS growth from before the model is built.
+    Mode m;
+    try {
+      m = parse_mode(o.memory);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mlp_modes: --memory: %s\n", e.what());
+      return 2;
+    }
     const int64_t rss0 = bench::proc_status_kib("VmRSS");
-    Run r(parse_mode(o.memory), o);
+    Run r(m, o);
     for (int64_t i = 0; i < 20 + o.rounds * o.steps; ++i) r.losses.push_back(r.step());
     r.engine.synchronize();
     std::printf("%s %s: peak RSS growth %.1f MB, allocator peak %.1f MB over %zu steps\n", o.model.c_str(),

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench_table.h"
+
 namespace terra::bench {
 
 namespace {
@@ -14,13 +16,6 @@ using Clock = std::chrono::steady_clock;
 struct Mark {
   int64_t ended_steps, traces, graphs;  // the engine's counters when the step's loss arrived
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 
@@ -58,7 +53,7 @@ StepLatency measure_step_latency(const programs::Program& p, Mode m, const progr
         break;
       }
   std::vector<double> steady(out.step_ms.begin() + std::min<size_t>(size_t(std::max(warmup, 0)), n), out.step_ms.end());
-  out.steady_median_ms = median(steady);
+  out.steady_median_ms = median_of(steady);
   out.steady_max_ms = steady.empty() ? NAN : *std::max_element(steady.begin(), steady.end());
   if (!steady.empty())
     out.steady_max_step = int(n - steady.size() + size_t(std::max_element(steady.begin(), steady.end()) - steady.begin()));

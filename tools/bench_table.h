@@ -1,4 +1,4 @@
-// terra-bench's plain text output: number formatting, aligned tables, geometric means.
+// terra-bench's plain text output: number formatting, aligned tables, medians, geometric means.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,5 +10,6 @@ std::string fmt(const char* f, double v);  // printf of one number; "-" for NAN
 void print_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
                  int left_cols = 2);
 double geomean(const std::vector<double>& v);  // of the finite positive entries; NAN if none
+double median_of(std::vector<double> v);       // of the finite entries; NAN if none
 
 }  // namespace terra::bench

@@ -46,6 +46,7 @@ using namespace terra;
 using namespace terra::programs;
 using terra::bench::fmt;
 using terra::bench::geomean;
+using terra::bench::median_of;
 using terra::bench::print_table;
 
 namespace {
@@ -115,11 +116,16 @@ struct Timed {
   double wall_s = 0;
 };
 
-Timed timed_run(const Program& p, Mode m, int steps, const Options& o) {
+RunOptions run_options(const Options& o, int steps) {
   RunOptions ro;
   ro.steps = steps;
   ro.quick = o.quick;
   ro.seed = o.seed;
+  return ro;
+}
+
+Timed timed_run(const Program& p, Mode m, int steps, const Options& o) {
+  RunOptions ro = run_options(o, steps);
   auto t0 = std::chrono::steady_clock::now();
   Engine engine(m);
   Timed t;
@@ -175,11 +181,7 @@ int run_child(const Options& o) {
     if (o.warmup > 0) prefix.insert(prefix.end(), head.result.losses.begin(), head.result.losses.end());
     print_losses("TB_PREFIX", prefix);
     if (o.probe) {
-      RunOptions ro;
-      ro.steps = o.steps;
-      ro.quick = o.quick;
-      ro.seed = o.seed;
-      bench::StepLatency lat = bench::measure_step_latency(*p, m, ro, o.warmup);
+      bench::StepLatency lat = bench::measure_step_latency(*p, m, run_options(o, o.steps), o.warmup);
       std::printf("%s\n", bench::probe_line(lat, rss0 >= 0 && hwm >= 0 ? hwm - rss0 : -1, alloc_peak).c_str());
     }
     std::fflush(stdout);
@@ -240,6 +242,17 @@ std::vector<double> parse_list(const std::string& line) {
   return v;
 }
 
+// A child's "k=v k=v" line as a map.
+std::map<std::string, std::string> parse_kv(const std::string& words) {
+  std::istringstream in(words);
+  std::map<std::string, std::string> kv;
+  for (std::string w; in >> w;) {
+    size_t eq = w.find('=');
+    if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  return kv;
+}
+
 Row run_one(const Options& o, const std::string& program, const std::string& mode, bool probe) {
   Row r;
   r.program = program;
@@ -263,12 +276,7 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty()) last_line = line;
     if (line.rfind("TB_RESULT ", 0) == 0) {
-      std::istringstream in(line.substr(10));
-      std::map<std::string, std::string> kv;
-      for (std::string w; in >> w;) {
-        size_t eq = w.find('=');
-        if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
-      }
+      std::map<std::string, std::string> kv = parse_kv(line.substr(10));
       r.full_s = parse_num(kv["full_s"]);
       r.head_s = parse_num(kv["head_s"]);
       r.prime_s = parse_num(kv["prime_s"]);
@@ -284,12 +292,7 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
       r.lazy_misses = std::atoll(kv["lazy_misses"].c_str());
       r.ok = true;
     } else if (line.rfind("TB_PROBE ", 0) == 0) {
-      std::istringstream in(line.substr(9));
-      std::map<std::string, std::string> kv;
-      for (std::string w; in >> w;) {
-        size_t eq = w.find('=');
-        if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
-      }
+      std::map<std::string, std::string> kv = parse_kv(line.substr(9));
       double rss = parse_num(kv["rss_growth_kib"]);
       r.rss_growth_mb = rss >= 0 ? rss / 1024.0 : NAN;
       r.alloc_peak_mb = parse_num(kv["alloc_peak"]) / (1024.0 * 1024.0);
@@ -327,14 +330,6 @@ Row run_one(const Options& o, const std::string& program, const std::string& mod
     r.rates.push_back(steady > 0 && dt > 0 ? steady / dt : NAN);
   }
   return r;
-}
-
-double median_of(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // steps/s from the rounds' rates: their median, and their range.
