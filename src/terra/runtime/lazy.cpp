@@ -51,8 +51,7 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
     if (op.has(kInplace)) barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, make_pooled<ValueCell>(), {}};
-  if (!meta.empty()) e.out = meta[0];
+  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, make_pooled<ValueCell>(), meta};
   e.refs.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     auto* lp = dynamic_cast<LazyPending*>(in[i].impl()->pending.get());
@@ -102,6 +101,7 @@ void LazyExec::barrier(bool raise) {
   if (pending_.empty()) return;
   std::vector<Entry> work;
   work.swap(pending_);
+  pending_.swap(spare_);  // empty; keeps the capacity the last batch grew
   uint64_t h = canonical_hash(work);
   batch_++;  // new calls from here on belong to the next pending graph
   auto it = cache_.find(h);
@@ -116,27 +116,30 @@ void LazyExec::barrier(bool raise) {
   const Block& block = it->second;
   const bool fuse = compile::pass_enabled(compile::Pass::FuseElementwise);
   BatchUses uses;
-  if (fuse) uses.build(work, block);
+  uses.build(work, block);
+  std::vector<Tensor> in;
   size_t k = 0;
   try {
     for (; k < work.size(); ++k) {
       if (fuse) {
         size_t end = run_fused_from(work, block, k, uses);
         if (end > k) {
+          release_after(work, block, k, end, uses);
           k = end - 1;
           continue;
         }
       }
       Entry& e = work[k];
-      std::vector<Tensor> in(e.inputs.size());
+      in.resize(e.inputs.size());
       for (size_t i = 0; i < in.size(); ++i) {
         const Ref& r = block.refs[k][i];
         in[i] = r.entry >= 0 ? work[size_t(r.entry)].cell->values[r.out] : e.inputs[i];
         // An earlier batch's value: materialized here (its error raised here), never in a kernel.
         if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
       }
-      TensorMetas meta = e.op->infer(in, e.attrs);
-      execute_eager_into(*e.op, in, e.attrs, meta, e.rng, /*bump_version=*/false, e.cell->values);
+      execute_eager_into(*e.op, in, e.attrs, e.meta, e.rng, /*bump_version=*/false, e.cell->values);
+      in.clear();
+      release_after(work, block, k, k + 1, uses);
     }
   } catch (...) {
     std::exception_ptr err = std::current_exception();
@@ -149,6 +152,8 @@ void LazyExec::barrier(bool raise) {
     for (; k < work.size(); ++k) work[k].cell->error = err;
     if (raise) throw;
   }
+  work.clear();
+  if (spare_.capacity() < work.capacity()) spare_.swap(work);
 }
 
 }  // namespace terra::runtime

@@ -1,7 +1,9 @@
 // Lazy mode (the LazyTensor baseline): op calls are recorded into a pending graph and return
 // placeholders; a barrier (a fetch, or the step's end) runs the pending graph synchronously: its
-// input wiring is looked up by a canonical hash in a cache of blocks, and runs of elementwise
-// ops become fused kernels (compile/fused_elementwise.h) whose intermediates nobody holds.
+// input wiring is looked up by a canonical hash in a cache of blocks, runs of elementwise ops
+// become fused kernels (compile/fused_elementwise.h) whose intermediates nobody holds, and every
+// value is let go after its last reader in the batch unless the program still holds it, so a
+// batch's memory peaks where eager's does.
 #pragma once
 #include <memory>
 #include <unordered_map>
@@ -38,25 +40,34 @@ class LazyExec : public Executor {
     std::vector<Ref> refs;
     PhiloxKey rng;
     std::shared_ptr<ValueCell> cell;
-    TensorMeta out;  // output 0 as inferred at the call (what a fused kernel allocates)
+    TensorMetas meta;  // the outputs as inferred at the call: the barrier does not infer again
+    DType out_dtype() const { return meta.empty() ? DType::Float32 : meta[0].dtype; }
   };
   struct Block {  // a compiled pending graph: ops in order with resolved input slots
     std::vector<std::vector<Ref>> refs;
   };
   static uint64_t canonical_hash(const std::vector<Entry>& entries);
   // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
-  // Who in a batch reads what, built once per barrier for the fusion decisions.
+  // Who in a batch reads which output, built once per barrier: for the fusion decisions and for
+  // letting values go after their last reader. Outputs are numbered first[j] + out.
   struct BatchUses {
-    std::vector<int32_t> last_use;                     // per entry: the last entry reading it
-    std::vector<const Tensor*> placeholder;            // per entry: its output as a later entry holds it
-    std::unordered_map<const TensorImpl*, long> held;  // per input tensor: entries holding it
+    std::vector<uint32_t> first;               // per entry: its first output's number
+    std::vector<int32_t> last_use;             // per output: the last entry reading it, or -1
+    std::vector<int32_t> reads;                // per output: input slots of the batch reading it
+    std::vector<const Tensor*> placeholder;    // per output: its placeholder as a later entry holds it
+    std::vector<uint32_t> seen;                // per entry: outputs with such a placeholder
     void build(const std::vector<Entry>& work, const Block& block);
-    bool held_outside(const std::vector<Entry>& work, size_t j) const;
+    // Whether anything but this batch's entries can still read output `out` of entry j.
+    bool held_outside(const std::vector<Entry>& work, size_t j, uint32_t out) const;
   };
+  // Drops the batch's references to the values entries [k, m) read for the last time (and to
+  // their own outputs nobody reads), once they have run.
+  void release_after(std::vector<Entry>& work, const Block& block, size_t k, size_t m, const BatchUses& uses);
   size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses);
 
   Stats& stats_;
   std::vector<Entry> pending_;
+  std::vector<Entry> spare_;  // the last batch's emptied vector: its capacity serves the next
   uint64_t batch_ = 0;
   std::unordered_map<uint64_t, Block> cache_;
 };

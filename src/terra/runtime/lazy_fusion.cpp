@@ -8,34 +8,62 @@
 namespace terra::runtime {
 
 void LazyExec::BatchUses::build(const std::vector<Entry>& work, const Block& block) {
-  last_use.assign(work.size(), -1);
-  placeholder.assign(work.size(), nullptr);
-  held.clear();
+  first.resize(work.size() + 1);
+  uint32_t n = 0;
+  for (size_t j = 0; j < work.size(); ++j) {
+    first[j] = n;
+    n += uint32_t(std::max<size_t>(work[j].meta.size(), 1));
+  }
+  first[work.size()] = n;
+  last_use.assign(n, -1);
+  reads.assign(n, 0);
+  placeholder.assign(n, nullptr);
+  seen.assign(work.size(), 0);
   for (size_t r = 0; r < work.size(); ++r)
     for (size_t i = 0; i < block.refs[r].size(); ++i) {
-      held[work[r].inputs[i].impl()]++;
-      const int32_t e = block.refs[r][i].entry;
-      if (e < 0) continue;
-      last_use[size_t(e)] = int32_t(r);
-      if (!placeholder[size_t(e)]) placeholder[size_t(e)] = &work[r].inputs[i];
+      const Ref& ref = block.refs[r][i];
+      if (ref.entry < 0) continue;
+      const uint32_t o = first[size_t(ref.entry)] + ref.out;
+      last_use[o] = int32_t(r);
+      reads[o]++;
+      if (!placeholder[o]) {
+        placeholder[o] = &work[r].inputs[i];
+        seen[size_t(ref.entry)]++;
+      }
     }
 }
 
-// Whether anything but this batch's own entries holds entry j's placeholder (the program, autograd
-// saving it for backward, a detached copy sharing its pending value): then its value must exist
-// after the barrier. Later entries hold the placeholder as an input; those are not counted.
-bool LazyExec::BatchUses::held_outside(const std::vector<Entry>& work, size_t j) const {
-  const Tensor* ph = placeholder[j];
-  if (!ph) return work[j].cell.use_count() > 1;  // no later entry reads it: only a placeholder holds the cell
+// Holders outside the batch: the program, autograd saving it for backward, a detached copy
+// sharing its pending value. Later entries hold the placeholder as an input; those are not
+// counted. An output no entry reads is found through the cell, which each live placeholder's
+// pending value shares: more owners than the entry and the placeholders seen means one is held.
+bool LazyExec::BatchUses::held_outside(const std::vector<Entry>& work, size_t j, uint32_t out) const {
+  const uint32_t o = first[j] + out;
+  const Tensor* ph = placeholder[o];
+  if (!ph) return work[j].cell.use_count() > long(1 + seen[j]);
   if (ph->impl()->pending.use_count() > 1) return true;  // another tensor shares its value (detach)
-  auto it = held.find(ph->impl());
-  return ph->impl_ptr().use_count() > (it == held.end() ? 0 : it->second);
+  return ph->impl_ptr().use_count() > reads[o];
+}
+
+void LazyExec::release_after(std::vector<Entry>& work, const Block& block, size_t k, size_t m,
+                             const BatchUses& uses) {
+  auto drop = [&](size_t j, uint32_t out) {
+    std::vector<Tensor>& v = work[j].cell->values;
+    if (out < v.size() && v[out].defined() && !uses.held_outside(work, j, out)) v[out] = Tensor();
+  };
+  for (size_t r = k; r < m; ++r) {
+    for (const Ref& ref : block.refs[r])
+      if (ref.entry >= 0 && uses.last_use[uses.first[size_t(ref.entry)] + ref.out] == int32_t(r))
+        drop(size_t(ref.entry), ref.out);
+    for (uint32_t out = 0; out < uses.first[r + 1] - uses.first[r]; ++out)
+      if (uses.last_use[uses.first[r] + out] < 0) drop(r, out);
+  }
 }
 
 size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses) {
-  auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out.dtype); };
+  auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out_dtype()); };
   if (k + 1 >= work.size() || !fusible(work[k]) || !fusible(work[k + 1])) return k;
-  const int64_t n = numel_of(work[k].out.shape);
+  const int64_t n = numel_of(work[k].meta[0].shape);
   if (n <= 0) return k;
   // The entries that can join, with their outside inputs resolved (already computed: earlier
   // entries or host tensors; a value of an earlier batch still pending ends the run).
@@ -43,7 +71,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
   size_t m = k;
   for (; m < work.size(); ++m) {
     const Entry& e = work[m];
-    if (!fusible(e) || numel_of(e.out.shape) != n) break;
+    if (!fusible(e) || numel_of(e.meta[0].shape) != n) break;
     bool ok = true;
     std::vector<Tensor>& x = ext.emplace_back();
     x.resize(e.inputs.size());
@@ -88,7 +116,7 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
       fo.out = fo.in[0];
       if (slots[fo.out].defined()) targets.push_back(fo.out);
     } else {
-      fo.out = new_slot(e.out.dtype, Tensor());
+      fo.out = new_slot(e.meta[0].dtype, Tensor());
     }
     out_slot[j - k] = fo.out;
     kern.ops.push_back(std::move(fo));
@@ -103,12 +131,12 @@ size_t LazyExec::run_fused_from(std::vector<Entry>& work, const Block& block, si
       if (a.storage == b.storage && (b.numel != n || a.offset != b.offset)) return k;
     }
   for (size_t j = k; j < m; ++j)
-    if (!work[j].op->has(kInplace) && (uses.last_use[j] >= int32_t(m) || uses.held_outside(work, j)))
+    if (!work[j].op->has(kInplace) && (uses.last_use[uses.first[j]] >= int32_t(m) || uses.held_outside(work, j, 0)))
       keep[out_slot[j - k]] = 1;
   try {
     for (size_t j = k; j < m; ++j) {
       const uint32_t s = out_slot[j - k];
-      if (keep[s] && !slots[s].defined()) slots[s] = empty(work[j].out.shape, work[j].out.dtype, work[j].op->name);
+      if (keep[s] && !slots[s].defined()) slots[s] = empty(work[j].meta[0].shape, work[j].meta[0].dtype, work[j].op->name);
     }
   } catch (...) {
     return k;  // unfused, the entry that cannot allocate raises it at its own position
