@@ -37,6 +37,8 @@ StepState::~StepState() {
       c[i].refs.store(0, std::memory_order_relaxed);
       c[i].state = CellSlot::Untouched;
       c[i].dead_outs = 0;
+      c[i].tracked = false;
+      c[i].pinned.store(false, std::memory_order_relaxed);
     }
     std::lock_guard<std::mutex> g(pool.mu);
     if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
@@ -63,6 +65,7 @@ CellSlot& StepState::slot(uint64_t p) {
 CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   std::lock_guard<SpinLock> g(cells_mu);
   CellSlot& s = slot(p);
+  s.pos = p;
   s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
   if (s.state == CellSlot::RunnerFirst) {
     // Written once by the runner, under this lock: from here on the host may read the values.
@@ -74,9 +77,24 @@ CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   return &s;
 }
 
+void StepState::queue_ring_drop(const CellSlot& s, uint32_t out) {
+  if (host_frees_ || !s.tracked || s.pinned.load(std::memory_order_acquire)) return;
+  // +1: a handle may die inside the call that reads it, before that call counts as validated.
+  ring_drops_.push_back({s.pos, out, host_pos.load(std::memory_order_acquire) + 1});
+  ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+}
+
+void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
+  std::lock_guard<SpinLock> g(cells_mu);
+  into.insert(into.end(), ring_drops_.begin(), ring_drops_.end());
+  ring_drops_.clear();
+  ring_drops_n_.store(0, std::memory_order_relaxed);
+}
+
 void StepState::host_drop(CellSlot& s) {
   {
     std::lock_guard<SpinLock> g(cells_mu);
+    queue_ring_drop(s, ~0u);
     s.state = CellSlot::Dead;
     if (s.cell.values.empty()) return;
     if (!host_frees_) {
@@ -92,6 +110,7 @@ void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   Tensor v;  // once the runner is done with the step: freed here, outside the lock
   {
     std::lock_guard<SpinLock> g(cells_mu);
+    queue_ring_drop(s, out);
     s.dead_outs |= uint32_t(1) << out;
     if (out >= s.cell.values.size() || !s.cell.values[out].defined()) return;
     v = std::move(s.cell.values[out]);

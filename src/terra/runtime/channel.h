@@ -67,6 +67,23 @@ struct CellSlot {
   // live. The runner does not keep them: a parameter's gradient the host holds must not keep
   // BatchNorm's input gradient beside it (StepState::host_release_out).
   uint32_t dead_outs = 0;
+  uint64_t pos = 0;  // the position (set by host_cell)
+  // Host-only before its placeholders exist: every output got a placeholder (not the runner's
+  // values handed over, not an in-place write's targets), so their deaths are the program's last
+  // handles to these values (StepState::ring_drops).
+  bool tracked = false;
+  // A placeholder took the runner's value into a host tensor (a fetch): that tensor names the
+  // value as the placeholder did, so its death no longer tells anything.
+  std::atomic<bool> pinned{false};
+};
+
+// A value of the runner's ring the program holds no handle to any more: output `out` (or every
+// output, Release::kAllOutputs) of position `pos`. Every op that reads it was validated before its
+// last handle died, at host position `after` - 1: the runner drops it once it finished those.
+struct RingDrop {
+  uint64_t pos = 0;
+  uint32_t out = 0;
+  uint64_t after = 0;
 };
 
 struct StepState {
@@ -129,6 +146,9 @@ struct StepState {
   bool host_may_read(uint64_t p);
   // Runner: stores outputs of position `p` where the host may still read them.
   void runner_store(uint64_t p, const std::vector<Tensor>& outs);
+  // Runner: moves the ring drops the host queued since the last call into `into` (appended).
+  void runner_take_ring_drops(std::vector<RingDrop>& into);
+  bool has_ring_drops() const { return ring_drops_n_.load(std::memory_order_relaxed) != 0; }
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
@@ -154,6 +174,9 @@ struct StepState {
   std::vector<Tensor> dead_values_;     // single outputs the same way (host_drop_output)
   std::vector<Tensor> runner_dead_values_;
   bool host_frees_ = false;
+  void queue_ring_drop(const CellSlot& s, uint32_t out);  // under cells_mu
+  std::vector<RingDrop> ring_drops_;                      // guarded by cells_mu
+  std::atomic<uint32_t> ring_drops_n_{0};                 // its size, read without the lock
   static inline std::atomic<int64_t> live_{0};
 };
 

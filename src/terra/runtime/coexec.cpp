@@ -112,6 +112,7 @@ struct SkelPending : PendingValue {
                                  " was never computed (its step was abandoned before it ran)");
       }
       v = cell.values[out].impl();
+      slot->pinned.store(true, std::memory_order_release);  // `t` names the value from here on
     }
     t.storage = v->storage;
     t.strides = v->strides;
@@ -652,6 +653,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       out.emplace_back(std::move(t));
     }
   } else {
+    slot->tracked = !op.has(kInplace);
     out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
       auto p = make_pooled<SkelPending>(st_, slot, k, seq_);
       placeholders_.emplace_back(p);

@@ -43,11 +43,12 @@ void GraphRunner::Ring::push_front(std::vector<Tensor>& outs) {
   slots[head].swap(outs);
   outs.clear();
   if (count < slots.size()) count++;
+  runs++;
 }
 
 void GraphRunner::Ring::clear() {
   for (auto& s : slots) s.clear();
-  head = count = 0;
+  head = count = runs = 0;
 }
 
 GraphRunner::GraphRunner() : thread_([this] { loop(); }) {}
@@ -99,6 +100,8 @@ void GraphRunner::loop() {
       err = with_call_site(std::current_exception(), st);
     }
     for (uint32_t n : touched_) env_[n].clear();  // no value outlives its step on the runner
+    std::fill(pos_run_.begin(), pos_run_.end(), PosRun{});
+    ring_drops_.clear();
     outs_.clear();                                 // (an op that failed may have left outputs here)
     if (cut) node_in_.clear();  // an op stopped midway may have left its inputs behind
     touched_.clear();
@@ -196,6 +199,10 @@ bool GraphRunner::take_loop_cond(uint32_t loop) {
 // the host is about to fall back. Wait for its abort; anything else is an internal error.
 void GraphRunner::wait_for_abort(const std::string& why) {
   for (;;) {
+    // The host validating this position means it took this path after all: it will not abort,
+    // and the host may be waiting for this very op (an error, not a deadlock).
+    ch_.wait_until([&] { return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > pos_; });
+    if (ch_.empty()) throw std::runtime_error("[GraphRunner] internal: the host validated an op whose input the runner lacks: " + why);
     Message::Kind k = ch_.front().kind;
     if (k == Message::StepBegin || k == Message::Shutdown)  // left for loop() to handle
       throw std::runtime_error("[GraphRunner] internal: " + why);
@@ -350,17 +357,38 @@ void GraphRunner::run_read_op(const graph::OpNode& op, PhiloxKey rng, OpRecord* 
 
 void GraphRunner::finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
   st_->runner_store(pos_, outs);
-  keep_outputs(op, in, outs);
+  keep_outputs(op, pos_, in, outs);
   advance();
 }
 
-void GraphRunner::keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
+void GraphRunner::keep_outputs(const graph::OpNode& op, uint64_t p, std::vector<Tensor>& in, std::vector<Tensor>& outs) {
   for (size_t i = 0; i < in.size(); ++i)  // values die with their step; variables stay
     if (op.inputs[i].kind != Input::Variable) in[i] = Tensor();
   Ring& ring = env_[op.node];
   if (ring.count == 0) touched_.push_back(op.node);
+  if (pos_run_.size() <= p) pos_run_.resize(std::max<size_t>(p + 1, 2 * pos_run_.size()));
+  pos_run_[p] = {op.node, ring.runs};
   ring.push_front(outs);
   release(op.release_after);
+}
+
+void GraphRunner::apply_ring_drops() {
+  if (st_->has_ring_drops()) st_->runner_take_ring_drops(ring_drops_);
+  size_t kept = 0;
+  for (const RingDrop& d : ring_drops_) {
+    if (d.after > pos_) {  // an op validated before the handle died may still read it
+      ring_drops_[kept++] = d;
+      continue;
+    }
+    if (d.pos >= pos_run_.size() || pos_run_[d.pos].node == kNoNode) continue;  // ran in no ring (a tile)
+    const PosRun& r = pos_run_[d.pos];
+    Ring& ring = env_[r.node];
+    if (std::vector<Tensor>* v = ring.at(ring.runs - 1 - r.run)) {
+      if (d.out == graph::Release::kAllOutputs) v->clear();
+      else if (d.out < v->size()) (*v)[d.out] = Tensor();
+    }
+  }
+  ring_drops_.resize(kept);
 }
 
 void GraphRunner::release(const std::vector<graph::Release>& values) {
@@ -378,6 +406,7 @@ void GraphRunner::advance() {
     { std::lock_guard<std::mutex> g(st_->mu); }
     st_->cv.notify_all();
   }
+  if (!ring_drops_.empty() || st_->has_ring_drops()) apply_ring_drops();
 }
 
 }  // namespace terra::runtime

@@ -69,6 +69,7 @@ class GraphRunner {
 
  private:
   struct Abort {};
+  static constexpr uint32_t kNoNode = ~0u;
   void loop();
   void run_step(StepState& st);
   void run_region(const graph::Region& r);
@@ -85,7 +86,11 @@ class GraphRunner {
   void finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
   // finish_op's parts: the runner's own bookkeeping (inputs dropped, outputs into the ring, dead
   // values released), then the host's (the position done: pos_ advances, a waiting host wakes).
-  void keep_outputs(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  // `p`: the op's position (side-by-side ops keep theirs before pos_ reaches it).
+  void keep_outputs(const graph::OpNode& op, uint64_t p, std::vector<Tensor>& in, std::vector<Tensor>& outs);
+  // Drops the ring values whose last program handle died (StepState ring drops) once every op
+  // validated before that death has run.
+  void apply_ring_drops();
   // Drops the values no later op of the step reads (OpNode::release_after, Item::release_after_loop).
   void release(const std::vector<graph::Release>& values);
   void advance();
@@ -117,6 +122,7 @@ class GraphRunner {
   struct Ring {
     std::vector<std::vector<Tensor>> slots;
     uint32_t head = 0, count = 0;
+    uint32_t runs = 0;  // pushes this step: run r sits at age runs - 1 - r
     std::vector<Tensor>* at(size_t age) { return age < count ? &slots[(head + age) % slots.size()] : nullptr; }
     void push_front(std::vector<Tensor>& outs);  // takes outs' tensors
     void clear();
@@ -134,10 +140,14 @@ class GraphRunner {
   Attrs call_attrs_;           // the current symbolic node's attributes, from its message
   TensorMetas call_meta_;      // and its outputs' metas
   std::vector<uint32_t> touched_;  // nodes whose rings hold values this step
+  struct PosRun {
+    uint32_t node = kNoNode, run = 0;  // the op at a position, and which of its node's runs it was
+  };
+  std::vector<PosRun> pos_run_;        // per position of the current step
+  std::vector<RingDrop> ring_drops_;   // taken from the step, not yet due
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;
   uint64_t pos_ = 0;
-  static constexpr uint32_t kNoNode = ~0u;
   uint32_t cur_node_ = kNoNode;  // TraceGraph node of the op being run (names a failure's call site)
   BlockExecutor exec_;
   std::vector<std::vector<Tensor>> node_in_;  // per node: the inputs of its latest run (variables kept)

@@ -132,7 +132,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
         cur_node_ = kNoNode;
         beside += op_work(*op.op, in, meta, op.attrs);
         side_.back().outs = outs_;  // kept for the host; the ring takes outs_
-        keep_outputs(op, in, outs_);
+        keep_outputs(op, p, in, outs_);
       } catch (...) {
         err = std::current_exception();
         if (side_.empty() || side_.back().op != &op) side_.push_back(SideOp{&op, {}});
