@@ -145,7 +145,16 @@ TEST(RunnerMemory, CoExecutionLetsGoOfActivationsReadThroughPhisOnceTheHostDoes)
     EXPECT_EQ(co.losses, eager.losses);
     std::printf("[runner-memory] blocks%s: allocator peak eager %.2f MiB, co-execution %.2f MiB\n",
                 fetch ? " (loss fetched every step)" : "", double(eager.peak) / 1048576.0, double(co.peak) / 1048576.0);
-    EXPECT_LE(double(co.peak), 1.15 * double(eager.peak)) << (fetch ? "fetching" : "running ahead");
+    // Measured 1.04-1.10x with the loss fetched (by timing, also with both cores loaded) and 0.94x
+    // running ahead; without the ring drops 1.26x and 1.15x.
+    EXPECT_LE(double(co.peak), 1.2 * double(eager.peak)) << (fetch ? "fetching" : "running ahead");
+    // Lazy's barrier lets a value go after its last reader in the batch: 1.19x eager's peak here,
+    // 1.47x when every value of the batch stayed to the barrier's end.
+    Result lazy = train_blocks(Mode::Lazy, fetch);
+    EXPECT_EQ(lazy.losses, eager.losses);
+    std::printf("[runner-memory] blocks%s: lazy %.2f MiB\n", fetch ? " (loss fetched every step)" : "",
+                double(lazy.peak) / 1048576.0);
+    EXPECT_LE(double(lazy.peak), 1.3 * double(eager.peak)) << (fetch ? "fetching" : "running ahead");
   }
 }
 

@@ -47,7 +47,6 @@ class LazyExec : public Executor {
     std::vector<std::vector<Ref>> refs;
   };
   static uint64_t canonical_hash(const std::vector<Entry>& entries);
-  // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
   // Who in a batch reads which output, built once per barrier: for the fusion decisions and for
   // letting values go after their last reader. Outputs are numbered first[j] + out.
   struct BatchUses {
@@ -63,6 +62,7 @@ class LazyExec : public Executor {
   // Drops the batch's references to the values entries [k, m) read for the last time (and to
   // their own outputs nobody reads), once they have run.
   void release_after(std::vector<Entry>& work, const Block& block, size_t k, size_t m, const BatchUses& uses);
+  // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
   size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses);
 
   Stats& stats_;
