@@ -3,6 +3,7 @@
 #include "terra/core/allocator.h"
 #include "terra/core/random.h"
 #include "terra/core/wait.h"
+#include "terra/graph/symbolic_graph.h"
 
 #include <bit>
 #include <chrono>
@@ -94,7 +95,7 @@ void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
 void StepState::host_drop(CellSlot& s) {
   {
     std::lock_guard<SpinLock> g(cells_mu);
-    queue_ring_drop(s, ~0u);
+    queue_ring_drop(s, graph::Release::kAllOutputs);
     s.state = CellSlot::Dead;
     if (s.cell.values.empty()) return;
     if (!host_frees_) {

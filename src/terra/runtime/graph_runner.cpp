@@ -102,6 +102,7 @@ void GraphRunner::loop() {
     for (uint32_t n : touched_) env_[n].clear();  // no value outlives its step on the runner
     std::fill(pos_run_.begin(), pos_run_.end(), PosRun{});
     ring_drops_.clear();
+    ring_drops_head_ = 0;
     outs_.clear();                                 // (an op that failed may have left outputs here)
     if (cut) node_in_.clear();  // an op stopped midway may have left its inputs behind
     touched_.clear();
@@ -372,31 +373,32 @@ void GraphRunner::keep_outputs(const graph::OpNode& op, uint64_t p, std::vector<
   release(op.release_after);
 }
 
+namespace {
+// Output `out` of one run's values, or all of them (graph::Release::kAllOutputs).
+void drop_outputs(std::vector<Tensor>& v, uint32_t out) {
+  if (out == graph::Release::kAllOutputs) v.clear();
+  else if (out < v.size()) v[out] = Tensor();
+}
+}  // namespace
+
 void GraphRunner::apply_ring_drops() {
   if (st_->has_ring_drops()) st_->runner_take_ring_drops(ring_drops_);
-  size_t kept = 0;
-  for (const RingDrop& d : ring_drops_) {
-    if (d.after > pos_) {  // an op validated before the handle died may still read it
-      ring_drops_[kept++] = d;
-      continue;
-    }
+  // Queued in host order, so `after` never decreases: stop at the first one not yet due.
+  for (; ring_drops_head_ < ring_drops_.size(); ++ring_drops_head_) {
+    const RingDrop& d = ring_drops_[ring_drops_head_];
+    if (d.after > pos_) return;  // an op validated before the handle died may still read it
     if (d.pos >= pos_run_.size() || pos_run_[d.pos].node == kNoNode) continue;  // ran in no ring (a tile)
     const PosRun& r = pos_run_[d.pos];
     Ring& ring = env_[r.node];
-    if (std::vector<Tensor>* v = ring.at(ring.runs - 1 - r.run)) {
-      if (d.out == graph::Release::kAllOutputs) v->clear();
-      else if (d.out < v->size()) (*v)[d.out] = Tensor();
-    }
+    if (std::vector<Tensor>* v = ring.at(ring.runs - 1 - r.run)) drop_outputs(*v, d.out);
   }
-  ring_drops_.resize(kept);
+  ring_drops_.clear();
+  ring_drops_head_ = 0;
 }
 
 void GraphRunner::release(const std::vector<graph::Release>& values) {
   for (const graph::Release& r : values)
-    if (std::vector<Tensor>* v = env_[r.node].at(0)) {
-      if (r.out == graph::Release::kAllOutputs) v->clear();
-      else if (r.out < v->size()) (*v)[r.out] = Tensor();
-    }
+    if (std::vector<Tensor>* v = env_[r.node].at(0)) drop_outputs(*v, r.out);
 }
 
 void GraphRunner::advance() {
@@ -406,7 +408,7 @@ void GraphRunner::advance() {
     { std::lock_guard<std::mutex> g(st_->mu); }
     st_->cv.notify_all();
   }
-  if (!ring_drops_.empty() || st_->has_ring_drops()) apply_ring_drops();
+  if (ring_drops_head_ < ring_drops_.size() || st_->has_ring_drops()) apply_ring_drops();
 }
 
 }  // namespace terra::runtime

@@ -144,7 +144,8 @@ class GraphRunner {
     uint32_t node = kNoNode, run = 0;  // the op at a position, and which of its node's runs it was
   };
   std::vector<PosRun> pos_run_;        // per position of the current step
-  std::vector<RingDrop> ring_drops_;   // taken from the step, not yet due
+  std::vector<RingDrop> ring_drops_;   // taken from the step; those from ring_drops_head_ on not yet due
+  size_t ring_drops_head_ = 0;
   StepState* st_ = nullptr;
   const graph::SymbolicGraph* g_ = nullptr;
   uint64_t pos_ = 0;
