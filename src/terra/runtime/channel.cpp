@@ -212,7 +212,7 @@ void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
     CellSlot& s = slot(p);
     if (s.state == CellSlot::Untouched) s.state = CellSlot::RunnerFirst;  // kept until the host validates p
     if (s.state != CellSlot::Dead) {
-      s.cell.values = outs;
+      s.cell.values.assign(outs.begin(), outs.end());
       for (uint32_t m = s.dead_outs; m; m &= m - 1)  // outputs whose placeholder already died
         if (size_t k = size_t(std::countr_zero(m)); k < s.cell.values.size()) s.cell.values[k] = Tensor();
     }

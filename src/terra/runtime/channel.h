@@ -26,7 +26,7 @@ namespace terra::runtime {
 // Outputs of one op instance, shared with the host's placeholders. `error` is set instead of the
 // values when the op (or one before it in its step) failed: reading the cell re-raises it.
 struct ValueCell {
-  std::vector<Tensor> values;
+  TensorList values;  // pooled: lazy mode makes a cell per op call
   std::exception_ptr error;
 };
 

@@ -10,11 +10,12 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <typeinfo>
 
 namespace terra::runtime {
 namespace {
 
-struct LazyPending : PendingValue {
+struct LazyPending final : PendingValue {
   LazyExec* exec;
   uint64_t batch;
   std::shared_ptr<ValueCell> cell;
@@ -51,20 +52,34 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
     if (op.has(kInplace)) barrier();
     return execute_eager(op, in, attrs, meta, rng);
   }
-  Entry e{&op, attrs, std::vector<Tensor>(in.begin(), in.end()), {}, rng, make_pooled<ValueCell>(), meta};
-  e.refs.resize(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    auto* lp = dynamic_cast<LazyPending*>(in[i].impl()->pending.get());
-    if (lp && lp->batch == batch_ && !in[i].impl()->has_data()) e.refs[i] = {lp->entry, lp->out};
-    // NumPy may overwrite a shared array before the barrier: keep the value of this call.
-    else if (needs_snapshot(*in[i].impl()))
-      e.inputs[i] = Tensor(host_snapshot(*in[i].impl()));
+  Batch& b = pending_;
+  const uint32_t first = uint32_t(b.inputs.size());
+  const int32_t idx = int32_t(b.entries.size());
+  // The entry's metas are copied before placeholder_outputs moves the shapes out of `meta`.
+  Entry e{&op, attrs, first, uint32_t(in.size()), rng, make_pooled<ValueCell>(), meta};
+  b.inputs.insert(b.inputs.end(), in.begin(), in.end());
+  b.refs.resize(first + in.size());
+  TensorList out;
+  try {
+    for (size_t i = 0; i < in.size(); ++i) {
+      TensorImpl* t = in[i].impl();
+      // An exact type check: a dynamic_cast per input costs more than the rest of this loop.
+      PendingValue* pv = t->pending.get();
+      auto* lp = pv && typeid(*pv) == typeid(LazyPending) ? static_cast<LazyPending*>(pv) : nullptr;
+      if (lp && lp->batch == batch_ && !t->has_data()) b.refs[first + i] = {lp->entry, lp->out};
+      // NumPy may overwrite a shared array before the barrier: keep the value of this call.
+      else if (needs_snapshot(*t))
+        b.inputs[first + i] = Tensor(host_snapshot(*t));
+    }
+    out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
+      return make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
+    });
+    b.entries.push_back(std::move(e));
+  } catch (...) {  // nothing of this call stays recorded
+    b.inputs.resize(first);
+    b.refs.resize(first);
+    throw;
   }
-  int32_t idx = int32_t(pending_.size());
-  TensorList out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-    return make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
-  });
-  pending_.push_back(std::move(e));
   return out;
 }
 
@@ -72,18 +87,18 @@ void LazyExec::on_fetch(const Tensor&) { barrier(); }
 
 // External data is hashed by shape and dtype only, except 0-d values 0 and 1, which are baked in
 // as constants (LazyTensor §4); other scalars stay parameters of the compiled block.
-uint64_t LazyExec::canonical_hash(const std::vector<Entry>& entries) {
-  uint64_t h = entries.size();
-  for (const Entry& e : entries) {
+uint64_t LazyExec::canonical_hash(const Batch& b) {
+  uint64_t h = b.entries.size();
+  for (const Entry& e : b.entries) {
     h = mix(h, reinterpret_cast<uintptr_t>(e.op));
     h = mix(h, e.attrs.hash());
-    for (size_t i = 0; i < e.inputs.size(); ++i) {
-      const Ref& r = e.refs[i];
+    for (uint32_t s = e.in_first; s < e.in_first + e.n_in; ++s) {
+      const Ref& r = b.refs[s];
       if (r.entry >= 0) {
         h = mix(mix(h, uint64_t(r.entry)), r.out);
         continue;
       }
-      const TensorImpl& t = *e.inputs[i].impl();
+      const TensorImpl& t = *b.inputs[s].impl();
       h = mix(h, 0xe7);
       h = mix(h, uint64_t(t.dtype));
       for (int64_t d : t.shape) h = mix(h, uint64_t(d));
@@ -98,62 +113,63 @@ uint64_t LazyExec::canonical_hash(const std::vector<Entry>& entries) {
 }
 
 void LazyExec::barrier(bool raise) {
-  if (pending_.empty()) return;
-  std::vector<Entry> work;
-  work.swap(pending_);
-  pending_.swap(spare_);  // empty; keeps the capacity the last batch grew
-  uint64_t h = canonical_hash(work);
+  if (pending_.entries.empty()) return;
+  Batch work;
+  std::swap(work, pending_);
+  std::swap(pending_, spare_);  // empty; keeps the capacity the last batch grew
   batch_++;  // new calls from here on belong to the next pending graph
+  const uint64_t h = canonical_hash(work);
   auto it = cache_.find(h);
-  if (it != cache_.end()) {
+  if (it != cache_.end() && it->second.matches(work)) {
     stats_.lazy_cache_hits++;
   } else {
     stats_.lazy_cache_misses++;
-    Block b;
-    for (const Entry& e : work) b.refs.push_back(e.refs);
-    it = cache_.emplace(h, std::move(b)).first;
+    if (it == cache_.end()) it = cache_.emplace(h, Block{}).first;
+    it->second.build(work);
   }
   const Block& block = it->second;
   const bool fuse = compile::pass_enabled(compile::Pass::FuseElementwise);
-  BatchUses uses;
-  uses.build(work, block);
-  std::vector<Tensor> in;
+  TensorList in;
   size_t k = 0;
   try {
-    for (; k < work.size(); ++k) {
+    for (; k < work.entries.size(); ++k) {
       if (fuse) {
-        size_t end = run_fused_from(work, block, k, uses);
+        size_t end = run_fused_from(work, block, k);
         if (end > k) {
-          release_after(work, block, k, end, uses);
+          release_after(work, block, k, end);
           k = end - 1;
           continue;
         }
       }
-      Entry& e = work[k];
-      in.resize(e.inputs.size());
-      for (size_t i = 0; i < in.size(); ++i) {
-        const Ref& r = block.refs[k][i];
-        in[i] = r.entry >= 0 ? work[size_t(r.entry)].cell->values[r.out] : e.inputs[i];
+      Entry& e = work.entries[k];
+      in.resize(e.n_in);
+      for (uint32_t i = 0; i < e.n_in; ++i) {
+        const Ref& r = work.refs[e.in_first + i];
+        in[i] = r.entry >= 0 ? work.entries[size_t(r.entry)].cell->values[r.out] : work.inputs[e.in_first + i];
         // An earlier batch's value: materialized here (its error raised here), never in a kernel.
         if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
       }
       execute_eager_into(*e.op, in, e.attrs, e.meta, e.rng, /*bump_version=*/false, e.cell->values);
       in.clear();
-      release_after(work, block, k, k + 1, uses);
+      release_after(work, block, k, k + 1);
     }
   } catch (...) {
     std::exception_ptr err = std::current_exception();
+    in.clear();
     // Eager stopped at entry k: the random numbers reserved for later entries were never drawn.
-    for (size_t j = k + 1; j < work.size(); ++j)
-      if (work[j].op->has(kRandom)) {
-        set_generator_state({work[j].rng.seed, work[j].rng.offset});
+    for (size_t j = k + 1; j < work.entries.size(); ++j)
+      if (work.entries[j].op->has(kRandom)) {
+        set_generator_state({work.entries[j].rng.seed, work.entries[j].rng.offset});
         break;
       }
-    for (; k < work.size(); ++k) work[k].cell->error = err;
+    for (; k < work.entries.size(); ++k) work.entries[k].cell->error = err;
+    work.clear();
+    std::swap(spare_, work);
     if (raise) throw;
+    return;
   }
   work.clear();
-  if (spare_.capacity() < work.capacity()) spare_.swap(work);
+  std::swap(spare_, work);
 }
 
 }  // namespace terra::runtime

@@ -1,9 +1,12 @@
 // Lazy mode (the LazyTensor baseline): op calls are recorded into a pending graph and return
-// placeholders; a barrier (a fetch, or the step's end) runs the pending graph synchronously: its
-// input wiring is looked up by a canonical hash in a cache of blocks, runs of elementwise ops
-// become fused kernels (compile/fused_elementwise.h) whose intermediates nobody holds, and every
-// value is let go after its last reader in the batch unless the program still holds it, so a
-// batch's memory peaks where eager's does.
+// placeholders; a barrier (a fetch, or the step's end) runs the pending graph synchronously. Its
+// structure (ops, attributes, input wiring) is looked up by a canonical hash in a cache of blocks:
+// a block holds what the barrier derives from the structure alone (who reads which value last), so
+// a repeated step derives nothing again. Runs of elementwise ops become fused kernels
+// (compile/fused_elementwise.h) whose intermediates nobody holds, and every value is let go after
+// its last reader in the batch unless the program still holds it, so a batch's memory peaks where
+// eager's does. Recording allocates nothing per op in steady state beyond the placeholders: the
+// batch's inputs live in flat arrays that keep their capacity from one barrier to the next.
 #pragma once
 #include <memory>
 #include <unordered_map>
@@ -29,45 +32,58 @@ class LazyExec : public Executor {
   uint64_t batch() const { return batch_; }
 
  private:
-  struct Ref {  // an input: output `out` of pending entry `entry`, or an outside tensor
+  struct Ref {  // an input: output `out` of pending entry `entry`, or an outside tensor (entry -1)
     int32_t entry = -1;
     uint32_t out = 0;
+    bool operator==(const Ref&) const = default;
   };
   struct Entry {
     const OpDef* op;
     Attrs attrs;
-    std::vector<Tensor> inputs;
-    std::vector<Ref> refs;
+    uint32_t in_first = 0, n_in = 0;  // its input slots: Batch::inputs / refs [in_first, in_first + n_in)
     PhiloxKey rng;
     std::shared_ptr<ValueCell> cell;
     TensorMetas meta;  // the outputs as inferred at the call: the barrier does not infer again
     DType out_dtype() const { return meta.empty() ? DType::Float32 : meta[0].dtype; }
   };
-  struct Block {  // a compiled pending graph: ops in order with resolved input slots
-    std::vector<std::vector<Ref>> refs;
+  // The pending graph: entries in call order and their input slots, flat.
+  struct Batch {
+    std::vector<Entry> entries;
+    std::vector<Tensor> inputs;  // per slot: the tensor as called (this batch's placeholder, or an outside value)
+    std::vector<Ref> refs;       // per slot: the entry output it reads, or entry -1
+    void clear() {
+      entries.clear();
+      inputs.clear();
+      refs.clear();
+    }
   };
-  static uint64_t canonical_hash(const std::vector<Entry>& entries);
-  // Who in a batch reads which output, built once per barrier: for the fusion decisions and for
-  // letting values go after their last reader. Outputs are numbered first[j] + out.
-  struct BatchUses {
-    std::vector<uint32_t> first;               // per entry: its first output's number
-    std::vector<int32_t> last_use;             // per output: the last entry reading it, or -1
-    std::vector<int32_t> reads;                // per output: input slots of the batch reading it
-    std::vector<const Tensor*> placeholder;    // per output: its placeholder as a later entry holds it
-    std::vector<uint32_t> seen;                // per entry: outputs with such a placeholder
-    void build(const std::vector<Entry>& work, const Block& block);
-    // Whether anything but this batch's entries can still read output `out` of entry j.
-    bool held_outside(const std::vector<Entry>& work, size_t j, uint32_t out) const;
+  // What a barrier derives from a batch's structure alone, made on a cache miss. Outputs are
+  // numbered first[j] + out. The wiring it was made for is kept and compared on every hit, so a
+  // hash collision costs a rebuild, never a wrong release.
+  struct Block {
+    std::vector<Ref> refs;             // the batch's wiring, as Batch::refs
+    std::vector<uint32_t> first;       // per entry (+1): its first output's number
+    std::vector<int32_t> last_use;     // per output: the last entry reading it, or -1
+    std::vector<int32_t> reads;        // per output: input slots of the batch reading it
+    std::vector<int32_t> first_read;   // per output: the slot of its first reader, or -1
+    std::vector<uint32_t> seen;        // per entry: its outputs the batch reads
+    bool matches(const Batch& b) const;
+    void build(const Batch& b);
   };
+  static uint64_t canonical_hash(const Batch& b);
+  // Whether anything but this batch's entries can still read output `out` of entry j: the
+  // program, autograd saving it for backward, a detached copy sharing its pending value.
+  static bool held_outside(const Batch& b, const Block& block, size_t j, uint32_t out);
   // Drops the batch's references to the values entries [k, m) read for the last time (and to
   // their own outputs nobody reads), once they have run.
-  void release_after(std::vector<Entry>& work, const Block& block, size_t k, size_t m, const BatchUses& uses);
+  static void release_after(Batch& b, const Block& block, size_t k, size_t m);
   // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
-  size_t run_fused_from(std::vector<Entry>& work, const Block& block, size_t k, const BatchUses& uses);
+  size_t run_fused_from(Batch& b, const Block& block, size_t k);
 
   Stats& stats_;
-  std::vector<Entry> pending_;
-  std::vector<Entry> spare_;  // the last batch's emptied vector: its capacity serves the next
+  Batch pending_;
+  Batch spare_;  // the last batch, emptied: its capacity serves the next
+  TensorList in_;  // the barrier's inputs of one entry
   uint64_t batch_ = 0;
   std::unordered_map<uint64_t, Block> cache_;
 };
