@@ -127,7 +127,7 @@ void LazyExec::barrier(bool raise) {
     if (it == cache_.end()) it = cache_.emplace(h, Block{}).first;
     it->second.build(work);
   }
-  const Block& block = it->second;
+  Block& block = it->second;
   const bool fuse = compile::pass_enabled(compile::Pass::FuseElementwise);
   TensorList in;
   size_t k = 0;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "terra/compile/fused_elementwise.h"
 #include "terra/core/dispatch.h"
 #include "terra/runtime/channel.h"
 #include "terra/runtime/engine.h"
@@ -57,6 +58,14 @@ class LazyExec : public Executor {
       refs.clear();
     }
   };
+  // A run of entries [start, end) fused at a barrier, kept for the next barrier of the same block.
+  struct FusedRun {
+    size_t end = 0;
+    std::vector<Attrs> attrs;        // the entries' attributes, owned: the kernel's ops point at them
+    compile::FusedKernel kernel;     // its generated code and tile views stay with it
+    std::vector<int32_t> ext;        // per kernel slot: the batch input slot it reads, or -1 (an output)
+    std::vector<uint32_t> out_slot;  // per entry of the run: the slot it writes
+  };
   // What a barrier derives from a batch's structure alone, made on a cache miss. Outputs are
   // numbered first[j] + out. The wiring it was made for is kept and compared on every hit, so a
   // hash collision costs a rebuild, never a wrong release.
@@ -67,6 +76,10 @@ class LazyExec : public Executor {
     std::vector<int32_t> reads;        // per output: input slots of the batch reading it
     std::vector<int32_t> first_read;   // per output: the slot of its first reader, or -1
     std::vector<uint32_t> seen;        // per entry: its outputs the batch reads
+    // Fused runs planned at an earlier barrier, per first entry (run_fused_from), and the entries
+    // that cannot start one whatever the operands (an unfusible op there or next).
+    std::vector<std::unique_ptr<FusedRun>> fused_at;
+    std::vector<uint8_t> no_run;
     bool matches(const Batch& b) const;
     void build(const Batch& b);
   };
@@ -78,7 +91,9 @@ class LazyExec : public Executor {
   // their own outputs nobody reads), once they have run.
   static void release_after(Batch& b, const Block& block, size_t k, size_t m);
   // Runs entries [k, end) as one fused kernel when two or more from k can be; returns end (k: not fused).
-  size_t run_fused_from(Batch& b, const Block& block, size_t k);
+  size_t run_fused_from(Batch& b, Block& block, size_t k);
+  // Runs a planned run from k if this call's operands fit it; returns its end, or k.
+  size_t run_planned(Batch& b, const Block& block, size_t k, FusedRun& p);
 
   Stats& stats_;
   Batch pending_;

@@ -17,6 +17,8 @@ bool LazyExec::Block::matches(const Batch& b) const {
 
 void LazyExec::Block::build(const Batch& b) {
   refs = b.refs;
+  fused_at.clear();  // planned again at this barrier
+  no_run.clear();
   const size_t n_entries = b.entries.size();
   first.resize(n_entries + 1);
   uint32_t n = 0;
@@ -74,12 +76,25 @@ void LazyExec::release_after(Batch& b, const Block& block, size_t k, size_t m) {
   }
 }
 
-size_t LazyExec::run_fused_from(Batch& b, const Block& block, size_t k) {
+size_t LazyExec::run_fused_from(Batch& b, Block& block, size_t k) {
   std::vector<Entry>& work = b.entries;
+  if (block.fused_at.size() != work.size()) {  // the block's first barrier
+    block.fused_at.clear();
+    block.fused_at.resize(work.size());
+    block.no_run.assign(work.size(), 0);
+  }
+  if (block.no_run[k]) return k;
+  if (std::unique_ptr<FusedRun>& plan = block.fused_at[k]) {
+    const size_t end = run_planned(b, block, k, *plan);
+    if (end > k) return end;
+    plan.reset();  // this call's operands do not fit it: plan again
+  }
   auto fusible = [&](const Entry& e) { return compile::fusible_elementwise(*e.op, e.out_dtype()); };
-  if (k + 1 >= work.size() || !fusible(work[k]) || !fusible(work[k + 1])) return k;
-  const int64_t n = numel_of(work[k].meta[0].shape);
-  if (n <= 0) return k;
+  const int64_t n = k + 1 < work.size() && fusible(work[k]) && fusible(work[k + 1]) ? numel_of(work[k].meta[0].shape) : 0;
+  if (n <= 0) {  // decided by the ops and shapes alone: the same on every hit
+    block.no_run[k] = 1;
+    return k;
+  }
   // The entries that can join, with their outside inputs resolved (already computed: earlier
   // entries or host tensors; a value of an earlier batch still pending ends the run). The run's
   // input slots are consecutive: ext[s - base] is slot s's outside value (undefined: computed
@@ -111,58 +126,89 @@ size_t LazyExec::run_fused_from(Batch& b, const Block& block, size_t k) {
   }
   if (m - k < 2) return k;
 
-  compile::FusedKernel kern;
-  kern.numel = n;
-  std::vector<Tensor> slots;
-  std::vector<uint32_t> out_slot(m - k);
-  std::vector<uint8_t> keep;
-  auto new_slot = [&](DType d, Tensor t) {
-    kern.slot_dtype.push_back(d);
-    slots.push_back(std::move(t));
-    keep.push_back(0);
-    return uint32_t(slots.size() - 1);
+  // The plan: slots numbered as FusedKernel wants them, each outside slot tied to the batch input
+  // slot it reads, so a later barrier of this block resolves them without planning again.
+  auto p = std::make_unique<FusedRun>();
+  p->end = m;
+  p->attrs.reserve(m - k);
+  for (size_t j = k; j < m; ++j) p->attrs.push_back(work[j].attrs);
+  p->kernel.numel = n;
+  p->out_slot.resize(m - k);
+  auto new_slot = [&](DType d, int32_t src) {
+    p->kernel.slot_dtype.push_back(d);
+    p->ext.push_back(src);
+    return uint32_t(p->ext.size() - 1);
   };
-  std::vector<uint32_t> targets;  // outside tensors written in place
   for (size_t j = k; j < m; ++j) {
     const Entry& e = work[j];
-    compile::FusedOp fo{e.op, &e.attrs, {}, 0};
+    compile::FusedOp fo{e.op, &p->attrs[j - k], {}, 0};
     for (uint32_t s = e.in_first; s < e.in_first + e.n_in; ++s) {
       const Ref& r = b.refs[s];
       const bool inside = r.entry >= int32_t(k) && r.entry < int32_t(j);
-      fo.in.push_back(inside ? out_slot[size_t(r.entry) - k] : new_slot(ext[s - base].dtype(), ext[s - base]));
+      fo.in.push_back(inside ? p->out_slot[size_t(r.entry) - k] : new_slot(ext[s - base].dtype(), int32_t(s)));
     }
-    if (e.op->has(kInplace)) {
-      fo.out = fo.in[0];
-      if (slots[fo.out].defined()) targets.push_back(fo.out);
-    } else {
-      fo.out = new_slot(e.meta[0].dtype, Tensor());
-    }
-    out_slot[j - k] = fo.out;
-    kern.ops.push_back(std::move(fo));
+    fo.out = e.op->has(kInplace) ? fo.in[0] : new_slot(e.meta[0].dtype, -1);
+    p->out_slot[j - k] = fo.out;
+    p->kernel.ops.push_back(std::move(fo));
+  }
+  ext.clear();
+  block.fused_at[k] = std::move(p);
+  const size_t end = run_planned(b, block, k, *block.fused_at[k]);
+  if (end == k) block.fused_at[k].reset();
+  return end;
+}
+
+// Everything that depends on this call rather than on the block is checked here, so a plan made
+// at an earlier barrier runs only where it computes what the entries would one by one: the same
+// ops and attributes, operands that are full-size and contiguous or scalars of the planned dtypes,
+// already computed, and in-place targets that overlap no other operand.
+size_t LazyExec::run_planned(Batch& b, const Block& block, size_t k, FusedRun& p) {
+  std::vector<Entry>& work = b.entries;
+  const size_t m = p.end;
+  const int64_t n = p.kernel.numel;
+  if (m > work.size()) return k;
+  for (size_t j = k; j < m; ++j) {
+    const Entry& e = work[j];
+    const compile::FusedOp& o = p.kernel.ops[j - k];
+    if (e.op != o.op || e.meta.empty() || numel_of(e.meta[0].shape) != n || e.attrs != p.attrs[j - k]) return k;
+    if (!e.op->has(kInplace) && e.meta[0].dtype != p.kernel.slot_dtype[o.out]) return k;
+  }
+  TensorList slots(p.ext.size());
+  for (size_t s = 0; s < p.ext.size(); ++s) {
+    if (p.ext[s] < 0) continue;
+    const size_t in = size_t(p.ext[s]);
+    const Ref& r = b.refs[in];
+    const Tensor& t = r.entry >= 0 ? work[size_t(r.entry)].cell->values.at(r.out) : b.inputs[in];
+    const TensorImpl& ti = *t.impl();
+    if (ti.pending && !ti.has_data()) return k;
+    if (ti.dtype != p.kernel.slot_dtype[s] || !(ti.numel == 1 || (ti.numel == n && ti.is_contiguous()))) return k;
+    slots[s] = t;
   }
   // An in-place write must not overlap another operand at a different offset (a tile would read
   // elements the unfused op had already overwritten).
-  for (uint32_t t : targets)
+  for (const compile::FusedOp& o : p.kernel.ops) {
+    if (!o.op->has(kInplace) || !slots[o.out].defined()) continue;
+    const TensorImpl& a = *slots[o.out].impl();
+    if (a.numel != n) return k;
     for (size_t s = 0; s < slots.size(); ++s) {
-      if (s == t || !slots[s].defined()) continue;
-      const TensorImpl& a = *slots[t].impl();
-      const TensorImpl& b = *slots[s].impl();
-      if (a.storage == b.storage && (b.numel != n || a.offset != b.offset)) return k;
+      if (s == o.out || !slots[s].defined()) continue;
+      const TensorImpl& c = *slots[s].impl();
+      if (a.storage == c.storage && (c.numel != n || a.offset != c.offset)) return k;
     }
-  for (size_t j = k; j < m; ++j)
-    if (!work[j].op->has(kInplace) && (block.last_use[block.first[j]] >= int32_t(m) || held_outside(b, block, j, 0)))
-      keep[out_slot[j - k]] = 1;
+  }
+  // Outputs read after the run, or held outside the batch, are written out; the rest stay in tiles.
   try {
     for (size_t j = k; j < m; ++j) {
-      const uint32_t s = out_slot[j - k];
-      if (keep[s] && !slots[s].defined()) slots[s] = empty(work[j].meta[0].shape, work[j].meta[0].dtype, work[j].op->name);
+      if (work[j].op->has(kInplace)) continue;
+      if (block.last_use[block.first[j]] >= int32_t(m) || held_outside(b, block, j, 0))
+        slots[p.out_slot[j - k]] = empty(work[j].meta[0].shape, work[j].meta[0].dtype, work[j].op->name);
     }
   } catch (...) {
     return k;  // unfused, the entry that cannot allocate raises it at its own position
   }
-  compile::run_fused(kern, slots);
+  compile::run_fused(p.kernel, slots);
   for (size_t j = k; j < m; ++j) {
-    const Tensor& v = slots[out_slot[j - k]];
+    const Tensor& v = slots[p.out_slot[j - k]];
     work[j].cell->values.clear();
     if (v.defined()) work[j].cell->values.push_back(v);
   }
