@@ -64,6 +64,17 @@ struct ThreadsGuard {
   ~ThreadsGuard() { set_num_threads(old); }
 };
 
+// Co-execution and lazy mode give eager's values on `prog` and fuse at least one kernel.
+template <class Prog>
+void expect_graph_modes_fuse_like_eager(const Prog& prog, uint64_t seed) {
+  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
+    Observed eager = run_in_mode(Mode::Eager, prog, seed);
+    Observed other = run_in_mode(m, prog, seed);
+    expect_same(eager, other, mode_name(m));
+    EXPECT_GT(other.stats.fused_kernels, 0) << mode_name(m);
+  }
+}
+
 TEST(Fusion, ChainsAndUpdatesAreBitIdenticalToEager) {
   for (int threads : {1, 2}) {
     ThreadsGuard tg(threads);
@@ -114,12 +125,7 @@ TEST(Fusion, ValuesTheHostKeepsAcrossStepsAreWrittenOut) {
     observe(carry);
     observe(w);
   };
-  for (Mode m : {Mode::CoExecution, Mode::Lazy}) {
-    Observed eager = run_in_mode(Mode::Eager, prog, 11);
-    Observed other = run_in_mode(m, prog, 11);
-    expect_same(eager, other, mode_name(m));
-    EXPECT_GT(other.stats.fused_kernels, 0) << mode_name(m);
-  }
+  expect_graph_modes_fuse_like_eager(prog, 11);
 }
 
 // The host takes another path in the middle of a fused update chain: the ops it validated before
@@ -184,12 +190,7 @@ TEST(Fusion, KeptPlansRunOnlyWhereTheStepsOperandsFitThem) {
     observe(w);
     observe(buf);
   };
-  for (Mode m : {Mode::Lazy, Mode::CoExecution}) {
-    Observed eager = run_in_mode(Mode::Eager, prog, 13);
-    Observed other = run_in_mode(m, prog, 13);
-    expect_same(eager, other, mode_name(m));
-    EXPECT_GT(other.stats.fused_kernels, 0) << mode_name(m);
-  }
+  expect_graph_modes_fuse_like_eager(prog, 13);
 }
 
 }  // namespace
