@@ -57,10 +57,10 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
   const int32_t idx = int32_t(b.entries.size());
   // The entry's metas are copied before placeholder_outputs moves the shapes out of `meta`.
   Entry e{&op, attrs, first, uint32_t(in.size()), rng, make_pooled<ValueCell>(), meta};
-  b.inputs.insert(b.inputs.end(), in.begin(), in.end());
-  b.refs.resize(first + in.size());
   TensorList out;
   try {
+    b.inputs.insert(b.inputs.end(), in.begin(), in.end());
+    b.refs.resize(first + in.size());
     for (size_t i = 0; i < in.size(); ++i) {
       TensorImpl* t = in[i].impl();
       // An exact type check: a dynamic_cast per input costs more than the rest of this loop.

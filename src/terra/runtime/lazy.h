@@ -71,6 +71,7 @@ class LazyExec : public Executor {
   // hash collision costs a rebuild, never a wrong release.
   struct Block {
     std::vector<Ref> refs;             // the batch's wiring, as Batch::refs
+    std::vector<uint32_t> in_first;    // per entry: its first input slot, as Entry::in_first
     std::vector<uint32_t> first;       // per entry (+1): its first output's number
     std::vector<int32_t> last_use;     // per output: the last entry reading it, or -1
     std::vector<int32_t> reads;        // per output: input slots of the batch reading it
@@ -98,7 +99,6 @@ class LazyExec : public Executor {
   Stats& stats_;
   Batch pending_;
   Batch spare_;  // the last batch, emptied: its capacity serves the next
-  TensorList in_;  // the barrier's inputs of one entry
   uint64_t batch_ = 0;
   std::unordered_map<uint64_t, Block> cache_;
 };

@@ -11,7 +11,8 @@ namespace terra::runtime {
 bool LazyExec::Block::matches(const Batch& b) const {
   if (first.size() != b.entries.size() + 1 || refs != b.refs) return false;
   for (size_t j = 0; j < b.entries.size(); ++j)
-    if (first[j + 1] - first[j] != std::max<size_t>(b.entries[j].meta.size(), 1)) return false;
+    if (in_first[j] != b.entries[j].in_first || first[j + 1] - first[j] != std::max<size_t>(b.entries[j].meta.size(), 1))
+      return false;
   return true;
 }
 
@@ -21,8 +22,10 @@ void LazyExec::Block::build(const Batch& b) {
   no_run.clear();
   const size_t n_entries = b.entries.size();
   first.resize(n_entries + 1);
+  in_first.resize(n_entries);
   uint32_t n = 0;
   for (size_t j = 0; j < n_entries; ++j) {
+    in_first[j] = b.entries[j].in_first;
     first[j] = n;
     n += uint32_t(std::max<size_t>(b.entries[j].meta.size(), 1));
   }
