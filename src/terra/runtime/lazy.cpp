@@ -144,8 +144,7 @@ void LazyExec::barrier(bool raise) {
       Entry& e = work.entries[k];
       in.resize(e.n_in);
       for (uint32_t i = 0; i < e.n_in; ++i) {
-        const Ref& r = work.refs[e.in_first + i];
-        in[i] = r.entry >= 0 ? work.entries[size_t(r.entry)].cell->values[r.out] : work.inputs[e.in_first + i];
+        in[i] = operand(work, e.in_first + i);
         // An earlier batch's value: materialized here (its error raised here), never in a kernel.
         if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
       }

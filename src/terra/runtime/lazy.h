@@ -77,14 +77,19 @@ class LazyExec : public Executor {
     std::vector<int32_t> reads;        // per output: input slots of the batch reading it
     std::vector<int32_t> first_read;   // per output: the slot of its first reader, or -1
     std::vector<uint32_t> seen;        // per entry: its outputs the batch reads
-    // Fused runs planned at an earlier barrier, per first entry (run_fused_from), and the entries
-    // that cannot start one whatever the operands (an unfusible op there or next).
+    // Per entry: the fused run planned from it at an earlier barrier (run_fused_from), and whether
+    // none can start there whatever the operands (an unfusible op there or next).
     std::vector<std::unique_ptr<FusedRun>> fused_at;
     std::vector<uint8_t> no_run;
     bool matches(const Batch& b) const;
     void build(const Batch& b);
   };
   static uint64_t canonical_hash(const Batch& b);
+  // The value input slot `slot` reads: an earlier entry's output, or the tensor as called.
+  static const Tensor& operand(const Batch& b, uint32_t slot);
+  // Whether an outside operand can join a fused run over n elements: computed, and full-size
+  // contiguous or a broadcast scalar.
+  static bool fits_run(const TensorImpl& t, int64_t n);
   // Whether anything but this batch's entries can still read output `out` of entry j: the
   // program, autograd saving it for backward, a detached copy sharing its pending value.
   static bool held_outside(const Batch& b, const Block& block, size_t j, uint32_t out);

@@ -18,9 +18,10 @@ bool LazyExec::Block::matches(const Batch& b) const {
 
 void LazyExec::Block::build(const Batch& b) {
   refs = b.refs;
-  fused_at.clear();  // planned again at this barrier
-  no_run.clear();
   const size_t n_entries = b.entries.size();
+  fused_at.clear();  // planned again at this barrier
+  fused_at.resize(n_entries);
+  no_run.assign(n_entries, 0);
   first.resize(n_entries + 1);
   in_first.resize(n_entries);
   uint32_t n = 0;
@@ -48,6 +49,16 @@ void LazyExec::Block::build(const Batch& b) {
       }
     }
   }
+}
+
+const Tensor& LazyExec::operand(const Batch& b, uint32_t slot) {
+  const Ref& r = b.refs[slot];
+  return r.entry >= 0 ? b.entries[size_t(r.entry)].cell->values.at(r.out) : b.inputs[slot];
+}
+
+bool LazyExec::fits_run(const TensorImpl& t, int64_t n) {
+  if (t.pending && !t.has_data()) return false;
+  return t.numel == 1 || (t.numel == n && t.is_contiguous());
 }
 
 // Later entries hold a placeholder as an input; those are not counted. An output no entry reads
@@ -81,11 +92,6 @@ void LazyExec::release_after(Batch& b, const Block& block, size_t k, size_t m) {
 
 size_t LazyExec::run_fused_from(Batch& b, Block& block, size_t k) {
   std::vector<Entry>& work = b.entries;
-  if (block.fused_at.size() != work.size()) {  // the block's first barrier
-    block.fused_at.clear();
-    block.fused_at.resize(work.size());
-    block.no_run.assign(work.size(), 0);
-  }
   if (block.no_run[k]) return k;
   if (std::unique_ptr<FusedRun>& plan = block.fused_at[k]) {
     const size_t end = run_planned(b, block, k, *plan);
@@ -98,34 +104,20 @@ size_t LazyExec::run_fused_from(Batch& b, Block& block, size_t k) {
     block.no_run[k] = 1;
     return k;
   }
-  // The entries that can join, with their outside inputs resolved (already computed: earlier
-  // entries or host tensors; a value of an earlier batch still pending ends the run). The run's
-  // input slots are consecutive: ext[s - base] is slot s's outside value (undefined: computed
-  // inside the run).
-  const uint32_t base = work[k].in_first;
-  std::vector<Tensor> ext;
+  // The entries that can join: their outside inputs (earlier entries or host tensors) fit a run
+  // (a value of an earlier batch still pending ends it).
   size_t m = k;
   for (; m < work.size(); ++m) {
     const Entry& e = work[m];
     if (!fusible(e) || numel_of(e.meta[0].shape) != n) break;
     bool ok = true;
-    const size_t mark = ext.size();
-    ext.resize(e.in_first + e.n_in - base);
     for (uint32_t i = 0; ok && i < e.n_in; ++i) {
-      const uint32_t s = e.in_first + i;
-      const Ref& r = b.refs[s];
+      const Ref& r = b.refs[e.in_first + i];
       if (r.entry >= int32_t(k) && r.entry < int32_t(m)) continue;  // computed inside the run
-      const Tensor& t = r.entry >= 0 ? work[size_t(r.entry)].cell->values.at(r.out) : b.inputs[s];
-      const TensorImpl& ti = *t.impl();
-      if (ti.pending && !ti.has_data()) ok = false;
-      else if (!(ti.numel == 1 || (ti.numel == n && ti.is_contiguous()))) ok = false;
-      else if (e.op->has(kInplace) && i == 0 && ti.numel != n) ok = false;
-      ext[s - base] = t;
+      const TensorImpl& t = *operand(b, e.in_first + i).impl();
+      ok = fits_run(t, n) && !(e.op->has(kInplace) && i == 0 && t.numel != n);
     }
-    if (!ok) {
-      ext.resize(mark);
-      break;
-    }
+    if (!ok) break;
   }
   if (m - k < 2) return k;
 
@@ -148,13 +140,12 @@ size_t LazyExec::run_fused_from(Batch& b, Block& block, size_t k) {
     for (uint32_t s = e.in_first; s < e.in_first + e.n_in; ++s) {
       const Ref& r = b.refs[s];
       const bool inside = r.entry >= int32_t(k) && r.entry < int32_t(j);
-      fo.in.push_back(inside ? p->out_slot[size_t(r.entry) - k] : new_slot(ext[s - base].dtype(), int32_t(s)));
+      fo.in.push_back(inside ? p->out_slot[size_t(r.entry) - k] : new_slot(operand(b, s).dtype(), int32_t(s)));
     }
     fo.out = e.op->has(kInplace) ? fo.in[0] : new_slot(e.meta[0].dtype, -1);
     p->out_slot[j - k] = fo.out;
     p->kernel.ops.push_back(std::move(fo));
   }
-  ext.clear();
   block.fused_at[k] = std::move(p);
   const size_t end = run_planned(b, block, k, *block.fused_at[k]);
   if (end == k) block.fused_at[k].reset();
@@ -179,12 +170,8 @@ size_t LazyExec::run_planned(Batch& b, const Block& block, size_t k, FusedRun& p
   TensorList slots(p.ext.size());
   for (size_t s = 0; s < p.ext.size(); ++s) {
     if (p.ext[s] < 0) continue;
-    const size_t in = size_t(p.ext[s]);
-    const Ref& r = b.refs[in];
-    const Tensor& t = r.entry >= 0 ? work[size_t(r.entry)].cell->values.at(r.out) : b.inputs[in];
-    const TensorImpl& ti = *t.impl();
-    if (ti.pending && !ti.has_data()) return k;
-    if (ti.dtype != p.kernel.slot_dtype[s] || !(ti.numel == 1 || (ti.numel == n && ti.is_contiguous()))) return k;
+    const Tensor& t = operand(b, uint32_t(p.ext[s]));
+    if (!fits_run(*t.impl(), n) || t.impl()->dtype != p.kernel.slot_dtype[s]) return k;
     slots[s] = t;
   }
   // An in-place write must not overlap another operand at a different offset (a tile would read
