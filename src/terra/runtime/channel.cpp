@@ -237,7 +237,7 @@ Channel::~Channel() {
     delete b;
     b = n;
   }
-  delete spare_.load();
+  for (auto& b : spares_) delete b.load();
 }
 
 static void clear_slot(Message& m) {
@@ -253,7 +253,9 @@ static void clear_slot(Message& m) {
 
 Message& Channel::back() {
   if (tail_idx_ == kBlock) {
-    Block* b = spare_.exchange(nullptr, std::memory_order_acquire);
+    Block* b = nullptr;
+    for (int i = 0; i < kSpares && !b; ++i)
+      if (spares_[i].load(std::memory_order_relaxed)) b = spares_[i].exchange(nullptr, std::memory_order_acquire);
     if (!b) b = new Block;
     b->next = nullptr;
     tail_->next = b;  // published to the consumer by the commit of the first message in b
@@ -323,7 +325,11 @@ Message& Channel::front() {
     head_ = old->next;  // set before the message we saw was committed
     head_idx_ = 0;
     old->next = nullptr;
-    delete spare_.exchange(old, std::memory_order_acq_rel);  // keep one block for the producer
+    for (int i = 0; i < kSpares && old; ++i) {  // keep it for the producer, unless enough are kept
+      Block* empty = nullptr;
+      if (spares_[i].compare_exchange_strong(empty, old, std::memory_order_acq_rel)) old = nullptr;
+    }
+    delete old;
   }
   return head_->slots[head_idx_];
 }

@@ -278,7 +278,11 @@ class Channel {
   alignas(64) std::atomic<uint64_t> pushed_{0};  // written per message by the producer
   std::atomic<uint32_t> wake_{0};
   std::atomic<bool> sleeping_{false};
-  std::atomic<Block*> spare_{nullptr};  // one consumed block handed back for reuse
+  // Consumed blocks handed back for reuse. A host running a step or two ahead of the runner has
+  // several blocks in flight; keeping one spare made every further block a fresh one whose
+  // slots' feed and phi vectors then allocated per message (~1 malloc an op in a loop).
+  static constexpr int kSpares = 8;
+  std::atomic<Block*> spares_[kSpares] = {};
   std::atomic<double> waited_s_{0};  // consumer-side blocking time (written by the runner only)
 };
 
