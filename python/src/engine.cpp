@@ -112,6 +112,7 @@ void bind_engine(py::module_& m) {
         d["fused_ops"] = s.fused_ops;
         d["side_heavy_ops"] = s.side_heavy_ops;
         d["side_ops"] = s.side_ops;
+        d["messages"] = s.messages;
         d["lazy_cache_hits"] = s.lazy_cache_hits;
         d["lazy_cache_misses"] = s.lazy_cache_misses;
         d["coexec_disabled"] = s.coexec_disabled;

@@ -31,16 +31,17 @@ struct Gen {
     o.num_outputs = n->num_outputs;
     o.fetched = std::find(n->fetched.begin(), n->fetched.end(), true) != n->fetched.end();
     bool msg = n->op->has(kRandom) || n->symbolic_attrs != 0;
+    bool phi = false, feed = msg;  // `feed`: a message for something else than phis
     for (size_t i = 0; i < n->sources.size(); ++i) {
       const auto& set = n->sources[i];
       Input in;
       if (set.size() > 1) {
         in.kind = Input::Phi;
         in.candidates = set;
-        msg = true;
+        msg = phi = true;
       } else if (set[0].kind == Source::External) {
         in.kind = Input::Feed;
-        msg = true;
+        msg = feed = true;
       } else if (set[0].kind == Source::Variable) {
         in.kind = Input::Variable;
         in.src = set[0];
@@ -52,8 +53,10 @@ struct Gen {
       o.inputs.push_back(std::move(in));
     }
     o.needs_message = msg;
+    o.phi_predicted = phi && !feed;
     o.wait_validated = !msg && n->op->has(kInplace);
     g.needs_message[n->id] = msg;
+    g.phi_predicted[n->id] = o.phi_predicted;
     return o;
   }
 
@@ -296,6 +299,7 @@ SymbolicGraph generate(const trace::TraceGraph& tg) {
   g.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
   g.max_age.assign(tg.num_nodes(), 0);
   g.needs_message.assign(tg.num_nodes(), 0);
+  g.phi_predicted.assign(tg.num_nodes(), 0);
   Gen gen{tg, g, {}};
   gen.collect_consumers(tg.root());
   g.root = std::move(*gen.region(tg.root()));

@@ -35,6 +35,12 @@ struct OpNode {
   std::vector<Input> inputs;
   uint32_t num_outputs = 0;
   bool needs_message = false;  // waits for a message from the host: feeds, phis, random keys, symbolic attributes
+  // The message is only for phis (no feed, random key or symbolic attribute). The host sends it
+  // only when its choices differ from this node's previous ones in the step, or a chosen candidate
+  // is not an op's value (it comes as a feed); otherwise the runner waits for the host to validate
+  // the position and takes its previous choices again (a loop-carried value: one message per
+  // step instead of one per iteration).
+  bool phi_predicted = false;
   // An in-place write that needs no message: runs only once the host validated its position
   // (StepState::host_pos), so no write the host has not reached is ever committed.
   bool wait_validated = false;
@@ -83,6 +89,7 @@ struct SymbolicGraph {
   std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> choices;
   std::vector<uint32_t> max_age;          // per node id: deepest age any input reads
   std::vector<uint8_t> needs_message;     // per node id
+  std::vector<uint8_t> phi_predicted;     // per node id (OpNode::phi_predicted)
   std::vector<uint8_t> switch_needs_select;  // per switch id
   std::vector<ControlDep> control_deps;
   uint32_t num_switches = 0;

@@ -242,6 +242,7 @@ class Channel {
   Message& back();
   void commit();
   void push(Message m);  // back() = m; commit()
+  uint64_t sent() const { return committed_; }  // producer side: messages committed so far
 
   // Consumer: the oldest message, blocking until there is one; pop() releases it.
   Message& front();

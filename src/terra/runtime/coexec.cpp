@@ -430,6 +430,7 @@ void CoExecSession::begin_step() {
     ring_model_.reset(*sg_);
 #endif
     regions_.assign(1, region_state(graph::SymbolicGraph::kRootRegion));
+    if (phi_last_.size() < sg_->phi_predicted.size()) phi_last_.resize(sg_->phi_predicted.size());
     Message m;
     m.kind = Message::StepBegin;
     m.step = st_;
@@ -453,13 +454,16 @@ void CoExecSession::push_choice(uint32_t sw, uint32_t value) {
   runner_->channel().push(std::move(m));
 }
 
-void CoExecSession::push_loop_cond(const trace::Node* loop, bool iterate) {
+// A loop's exit is its only message: the runner runs a body once it reaches the loop, and takes
+// another iteration once the host validated the position after the body without sending the exit
+// (GraphRunner::loop_continues).
+void CoExecSession::push_loop_exit(const trace::Node* loop) {
   if (loop->trip_counts.size() == 1) return;  // unrolled: the runner needs no Loop Cond
   Message m;
   m.kind = Message::LoopCond;
   m.id = loop->id;
   m.seq = seq_;
-  m.value = iterate ? 1 : 0;
+  m.value = 0;
   runner_->channel().push(std::move(m));
 }
 
@@ -489,18 +493,14 @@ void CoExecSession::send_events() {
           }
         }
       if (e.to->kind == trace::Node::End) skip_until(r, ~0u);
-      if (e.to->kind == trace::Node::Loop) {
-        push_loop_cond(e.to, true);
-        regions_.push_back(region_state(e.to->id));
-      }
+      if (e.to->kind == trace::Node::Loop) regions_.push_back(region_state(e.to->id));
     } else if (e.kind == trace::Cursor::Event::LoopIterate) {
       skip_until(r, ~0u);
       r.next = 0;
-      push_loop_cond(e.to, true);
     } else {  // LoopExit
       skip_until(r, ~0u);
       regions_.pop_back();
-      push_loop_cond(e.to, false);
+      push_loop_exit(e.to);
     }
   }
   events_.clear();
@@ -547,8 +547,10 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   const std::vector<uint32_t>& exec = cursor_->exec_count();
   if (debug_protocol()) std::fprintf(stderr, "host: seq %llu node %u %s\n", (unsigned long long)seq_, n->id, op.name);
   bool msg = sg_->needs_message[n->id];
+  bool fed = false;  // a chosen input comes as a feed (the message cannot be left out)
   if (msg) {  // filled here, swapped into a channel slot below: both keep their capacity
-    feeds_.assign(in.size(), FeedValue{});
+    // Only default values are left in feeds_ when no message took it (a feed forces the message).
+    feeds_.resize(in.size());
     phi_.assign(in.size(), 0);
   }
   if (op.has(kRandom)) st_->random_keys.emplace_back(seq_, rng);
@@ -578,7 +580,10 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       const bool fresh = key == trace::kFreshKey;  // host data made in this step: only a feed takes it
       got.kind = fresh ? trace::Source::External : trace::Source::Variable;
       got.var_id = fresh ? 0 : key;
-      if (snap && msg) feeds_[i] = FeedValue{Tensor(host_snapshot(*t)), nullptr, 0};
+      if (snap && msg) {
+        feeds_[i] = FeedValue{Tensor(host_snapshot(*t)), nullptr, 0};
+        fed = true;
+      }
       // The key alone: a matched source is already in its node's set, so a fallback's merge never
       // reads the tensor (add_source takes it only for a source new to the node).
       hin[i] = {true, 0, 0, nullptr, key};
@@ -603,6 +608,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       // The runner reads a feed for External inputs and for phis that take a host value; a lone
       // Variable source is the graph's own tensor (Input::Variable).
       if (set[size_t(idx)].kind != trace::Source::Op && (set.size() > 1 || set[0].kind == trace::Source::External)) {
+        fed = true;
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
           feeds_[i] = sp->settled.defined()
@@ -617,6 +623,15 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   ring_model_.validate(n->id, seq_, got_, phi_);
 #endif
   send_events();
+  if (msg && sg_->phi_predicted[n->id]) {  // the runner repeats the node's last choices unless told
+    PhiLast& last = phi_last_[n->id];
+    if (!fed && last.step == step_uid_ && last.phi == phi_) {
+      msg = false;
+    } else {  // the runner records the choices of every message it takes for the node: so does the host
+      last.step = step_uid_;
+      last.phi.assign(phi_.begin(), phi_.end());
+    }
+  }
   if (msg) {
     Message& v = runner_->channel().back();
     v.kind = Message::Validate;
@@ -819,6 +834,7 @@ void CoExecSession::end_step() {
   stats_.fused_ops = int64_t(runner_->fused_ops());
   stats_.side_heavy_ops = int64_t(runner_->side_heavy());
   stats_.side_ops = int64_t(runner_->side_ops());
+  stats_.messages = int64_t(runner_->channel().sent());
   raise_pending(false);  // errors already known reach the program at the step's end
 }
 

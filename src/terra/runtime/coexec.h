@@ -62,7 +62,7 @@ class CoExecSession {
   RegionState region_state(uint32_t key) const { return {key, 0, &sg_->region_switches.at(key)}; }
   void send_events();
   void push_choice(uint32_t sw, uint32_t value);
-  void push_loop_cond(const trace::Node* loop, bool iterate);
+  void push_loop_exit(const trace::Node* loop);
   void skip_until(RegionState& r, uint32_t upto);
   void sync_validated();
   void regenerate();
@@ -122,6 +122,11 @@ class CoExecSession {
   trace::Location loc_;                           // reused by every call (keeps its capacity)
   std::vector<FeedValue> feeds_;                  // the Validate message being built
   std::vector<uint32_t> phi_;
+  struct PhiLast {  // a phi_predicted node's choices in its last message (graph::OpNode::phi_predicted)
+    uint64_t step = 0;  // step_uid_ of that message
+    std::vector<uint32_t> phi;
+  };
+  std::vector<PhiLast> phi_last_;  // per node id
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;
   bool fell_back_ = false;

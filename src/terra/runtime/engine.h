@@ -26,6 +26,9 @@ struct Stats {
   int64_t fused_kernels = 0, fused_ops = 0;
   // Heavy ops the runner handed to a spare core, and the ops it ran itself meanwhile (side by side).
   int64_t side_heavy_ops = 0, side_ops = 0;
+  // Co-execution: messages the host sent the runner (validations, case selects, loop exits, step
+  // markers). Ops whose inputs and path the runner already knows need none.
+  int64_t messages = 0;
   int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
   // Co-execution stopped for this engine: its TraceGraph kept growing without converging (every
   // later step runs eagerly; TERRA_EXPLAIN says why).

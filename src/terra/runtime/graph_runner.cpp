@@ -183,17 +183,60 @@ int GraphRunner::take_choice(uint32_t sw) {
   return c;
 }
 
-bool GraphRunner::take_loop_cond(uint32_t loop) {
-  Message& m = ch_.front();
-  if (m.kind == Message::Abort) {
-    ch_.pop();
-    throw Abort{};
+bool GraphRunner::loop_continues(uint32_t loop) {
+  const uint64_t p = pos_;
+  for (;;) {
+    ch_.wait_until([&] {
+      return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > p ||
+             st_->abort_at.load(std::memory_order_seq_cst) <= p;
+    });
+    if (!ch_.empty()) {
+      Message& m = ch_.front();
+      // The exit sent at this position. Iterations send nothing, so a runner behind the host may
+      // find the exit of a later instance of this check first: its position is a later one.
+      if (m.kind == Message::LoopCond && m.id == loop && m.seq == p) {
+        const bool it = m.value != 0;
+        ch_.pop();
+        return it;
+      }
+      if (m.kind == Message::Abort) {
+        // The host validated `p` before it fell back: in this body (an exit is sent before the
+        // position after the loop is validated).
+        if (p < st_->abort_at.load(std::memory_order_seq_cst)) return true;
+        ch_.pop();
+        throw Abort{};
+      }
+      if (m.kind != Message::Choice && m.kind != Message::Validate && m.kind != Message::LoopCond)
+        throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
+      return true;  // a message of a later position: the host went on in the body (an exit here comes first)
+    }
+    if (st_->abort_at.load(std::memory_order_seq_cst) <= p) throw Abort{};
+    // Validated without a message so far; an exit sent before that validation is visible now.
+    if (ch_.empty()) return true;
   }
-  if (m.kind != Message::LoopCond || m.id != loop)
-    throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
-  bool it = m.value != 0;
-  ch_.pop();
-  return it;
+}
+
+bool GraphRunner::has_validate(const graph::OpNode& op, uint64_t p) {
+  for (;;) {
+    if (!ch_.empty()) {
+      const Message& m = ch_.front();
+      if (m.kind == Message::Validate && m.id == op.node && m.seq == p) return true;
+      // An abort after the host validated `p` leaves `p` to run; any other message is the host's
+      // after it validated `p` (earlier ones were taken before this op).
+      return m.kind == Message::Abort && p >= st_->abort_at.load(std::memory_order_seq_cst);
+    }
+    if (st_->host_pos.load(std::memory_order_seq_cst) > p) {
+      if (ch_.empty()) return false;  // no message was sent before the validation
+      continue;
+    }
+    ch_.wait_until([&] { return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > p; });
+  }
+}
+
+const std::vector<uint32_t>* GraphRunner::phi_of(const graph::OpNode& op, const Message* v) const {
+  if (v) return &v->phi;
+  if (op.phi_predicted && op.node < phi_last_.size() && phi_last_[op.node].step == st_->uid) return &phi_last_[op.node].phi;
+  return nullptr;
 }
 
 // The runner ran ahead onto a path the host did not take (an input's producer did not run):
@@ -268,7 +311,8 @@ void GraphRunner::run_block(const std::vector<graph::Item>& block) {
     if (it.fixed_trips >= 0) {
       for (int64_t i = 0; i < it.fixed_trips; ++i) run_region(*it.body);
     } else {
-      while (take_loop_cond(it.loop_node)) run_region(*it.body);
+      do run_region(*it.body);
+      while (loop_continues(it.loop_node));
     }
     release(it.release_after_loop);
   }
@@ -281,7 +325,20 @@ Message* GraphRunner::begin_op(const graph::OpNode& op, uint64_t p) {
       return st_->host_pos.load(std::memory_order_seq_cst) > p || st_->abort_at.load(std::memory_order_seq_cst) <= p;
     });
   if (p >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
-  return op.needs_message ? &take_validate(op.node, p) : nullptr;
+  if (op.phi_predicted && !has_validate(op, p)) {
+    if (!phi_of(op, nullptr))
+      throw std::runtime_error("[GraphRunner] internal: node " + std::to_string(op.node) + " at position " +
+                               std::to_string(p) + " came without its first message of the step");
+    return nullptr;
+  }
+  if (!op.needs_message) return nullptr;
+  Message& m = take_validate(op.node, p);
+  if (op.phi_predicted) {  // the choices a later run without a message repeats (the host keeps the same)
+    if (phi_last_.size() <= op.node) phi_last_.resize(size_t(op.node) + 1);
+    phi_last_[op.node].step = st_->uid;
+    phi_last_[op.node].phi.assign(m.phi.begin(), m.phi.end());
+  }
+  return &m;
 }
 
 void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip) {
@@ -301,8 +358,8 @@ void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::ve
         break;
       case Input::Feed: in[i] = v->feeds.at(i).resolve(); break;
       case Input::Phi: {
-        const trace::Source& s = x.candidates.at(v->phi.at(i));
-        in[i] = s.kind == trace::Source::Op ? value(s) : v->feeds.at(i).resolve();
+        const trace::Source& s = x.candidates.at(phi_of(op, v)->at(i));
+        in[i] = s.kind == trace::Source::Op ? value(s) : v->feeds.at(i).resolve();  // (no message: an op's)
         break;
       }
     }

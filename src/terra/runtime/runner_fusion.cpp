@@ -79,6 +79,7 @@ void GraphRunner::run_span(const std::vector<graph::Item>& block, BlockPlan& pla
 bool GraphRunner::may_begin(const graph::OpNode& op, uint64_t p) const {
   if (st_->abort_at.load(std::memory_order_seq_cst) <= p) return true;  // begin_op raises the abort
   if (op.wait_validated && st_->host_pos.load(std::memory_order_seq_cst) <= p) return false;
+  if (op.phi_predicted && st_->host_pos.load(std::memory_order_seq_cst) > p) return true;
   return !op.needs_message || !ch_.empty();
 }
 
@@ -128,7 +129,9 @@ bool GraphRunner::inputs_present(const graph::OpNode& op, const Message* v, cons
     const Input& x = op.inputs[i];
     const trace::Source* s = nullptr;
     if (x.kind == Input::Value) s = &x.src;
-    else if (x.kind == Input::Phi && v && i < v->phi.size() && v->phi[i] < x.candidates.size()) s = &x.candidates[v->phi[i]];
+    else if (const std::vector<uint32_t>* phi = x.kind == Input::Phi ? phi_of(op, v) : nullptr;
+             phi && i < phi->size() && (*phi)[i] < x.candidates.size())
+      s = &x.candidates[(*phi)[i]];
     if (!s || s->kind != trace::Source::Op) continue;
     std::vector<Tensor>* r = env_[s->node].at(ring_index(*s, op.node));
     if (!r || s->out >= r->size() || !(*r)[s->out].defined()) return false;
