@@ -477,6 +477,14 @@ void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
 // Turns the walk's edges and loop decisions into Case Selects and Loop Conds, in the order the
 // runner consumes them: every case-select switch of a region gets exactly one decision.
 void CoExecSession::send_events() {
+  if (events_.size() == 1) {  // the usual call: one edge between two ops of a block, nothing to send
+    const trace::Cursor::Event& e = events_[0];
+    if (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall &&
+        e.from->id < edge_choices_.size() && !edge_choices_[e.from->id]) {
+      events_.clear();
+      return;
+    }
+  }
   for (auto& e : events_) {
     RegionState& r = regions_.back();
     if (e.kind == trace::Cursor::Event::Edge) {
