@@ -75,11 +75,15 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t a
       exec_count_[ch->id]++;
       return ch;
     };
-    for (Node* ch : f.cur->succ)
-      if (ch->matches(op, a, l, arity)) return take(ch);
+    // The last op of a loop body (its one successor the body's end) goes straight to the
+    // iteration or the exit: no successor to match, no loop to enter.
+    const bool at_end = f.cur->succ.size() == 1 && f.cur->succ[0] == f.region->end;
+    if (!at_end)
+      for (Node* ch : f.cur->succ)
+        if (ch->matches(op, a, l, arity)) return take(ch);
     // Exact first (successor, then loop entry), then the same call sites with other attribute values.
     Node* entered = nullptr;
-    for (int pass = 0; pass < 2 && !entered; ++pass) {
+    for (int pass = 0; pass < 2 && !entered && !at_end; ++pass) {
       for (Node* ch : f.cur->succ)
         if (ch->kind == Node::Loop && loop_accepts(ch, op, a, l, arity, pass == 1)) {
           entered = ch;
@@ -100,7 +104,7 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t a
       continue;
     }
     Region* r = f.region;
-    if (r->owner && f.cur->has_succ(r->end)) {
+    if (r->owner && (at_end || f.cur->has_succ(r->end))) {
       Node* loop = r->owner;
       int64_t fixed = strict_ ? fixed_trips(loop) : -1;
       bool again = false;
