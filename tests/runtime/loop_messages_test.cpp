@@ -24,6 +24,18 @@ double messages_per_step(Engine& engine, const std::function<void()>& step, int 
   return double(engine.stats().messages - m0) / steps;
 }
 
+// Runs `program` in eager and in co-execution, checks co-execution's values against eager's and
+// that it generated a graph; returns co-execution's messages per step (what `program` measured).
+using Measured = std::function<void(Engine&, const Observe&, double*)>;
+double coexec_messages_like_eager(const Measured& program) {
+  double unused = 0, msgs = 0;
+  Observed e = run_in_mode(Mode::Eager, [&](Engine& en, const Observe& o) { program(en, o, &unused); });
+  Observed c = run_in_mode(Mode::CoExecution, [&](Engine& en, const Observe& o) { program(en, o, &msgs); });
+  expect_same(e, c, "coexec");
+  EXPECT_GT(c.stats.graph_generations, 0);
+  return msgs;
+}
+
 TEST(LoopMessages, LoopCarriedValueNeedsNoMessagePerIteration) {
   constexpr int kIters = 64;
   auto program = [](Engine& engine, const Observe& observe, double* per_step) {
@@ -37,11 +49,7 @@ TEST(LoopMessages, LoopCarriedValueNeedsNoMessagePerIteration) {
     for (int s = 0; s < 10; ++s) step();
     if (per_step) *per_step = messages_per_step(engine, step, 10);
   };
-  double eager_unused = 0, coexec_msgs = 0;
-  Observed e = run_in_mode(Mode::Eager, [&](Engine& en, const Observe& o) { program(en, o, &eager_unused); });
-  Observed c = run_in_mode(Mode::CoExecution, [&](Engine& en, const Observe& o) { program(en, o, &coexec_msgs); });
-  expect_same(e, c, "coexec");
-  EXPECT_GT(c.stats.graph_generations, 0);
+  const double coexec_msgs = coexec_messages_like_eager(program);
   // Before: a Validate per iteration (64) plus the step's markers and fetch. Now: the phi's first
   // choice, its change at the second iteration, and the step's own messages.
   EXPECT_LT(coexec_msgs, 10.0);
@@ -63,11 +71,7 @@ TEST(LoopMessages, VariableTripCountsSendOnlyTheExit) {
     for (int k = 0; k < 24; ++k) step();
     if (per_step) *per_step = messages_per_step(engine, step, 14);
   };
-  double unused = 0, msgs = 0;
-  Observed e = run_in_mode(Mode::Eager, [&](Engine& en, const Observe& o) { program(en, o, &unused); });
-  Observed c = run_in_mode(Mode::CoExecution, [&](Engine& en, const Observe& o) { program(en, o, &msgs); });
-  expect_same(e, c, "coexec");
-  EXPECT_GT(c.stats.graph_generations, 0);
+  const double msgs = coexec_messages_like_eager(program);
   // 3..9 iterations of 3 ops; a message per iteration would be 9 or more on average.
   EXPECT_LT(msgs, 9.0);
   std::printf("[loop messages] 3..9 trips: %.1f messages per step\n", msgs);
