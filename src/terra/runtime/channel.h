@@ -227,6 +227,19 @@ struct Message {
 // TERRA_DEBUG_PROTOCOL=1 logs every message and runner action to stderr (engine debugging).
 bool debug_protocol();
 
+// A phi_predicted node's choices in the last message for it in a step (graph::OpNode::phi_predicted).
+// The host keeps what it sent and the runner what it took, so both know what a position validated
+// without a message repeats.
+struct PhiChoices {
+  uint64_t step = 0;  // the step's uid
+  std::vector<uint32_t> phi;
+  bool repeats(uint64_t s, const std::vector<uint32_t>& p) const { return step == s && phi == p; }
+  void record(uint64_t s, const std::vector<uint32_t>& p) {
+    step = s;
+    phi.assign(p.begin(), p.end());
+  }
+};
+
 // Host -> runner FIFO: single producer (the session's host thread), single consumer (the runner).
 // Lock-free: messages live in recycled blocks of slots filled and read in place, so a message
 // costs no allocation and no lock in steady state. The consumer spins briefly when empty, then

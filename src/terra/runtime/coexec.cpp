@@ -479,8 +479,7 @@ void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
 void CoExecSession::send_events() {
   if (events_.size() == 1) {  // the usual call: one edge between two ops of a block, nothing to send
     const trace::Cursor::Event& e = events_[0];
-    if (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall &&
-        e.from->id < edge_choices_.size() && !edge_choices_[e.from->id]) {
+    if (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall && !edge_may_decide(e.from)) {
       events_.clear();
       return;
     }
@@ -489,7 +488,7 @@ void CoExecSession::send_events() {
     RegionState& r = regions_.back();
     if (e.kind == trace::Cursor::Event::Edge) {
       auto it = sg_->choices.end();
-      if (e.from->id >= edge_choices_.size() || edge_choices_[e.from->id])  // most edges decide nothing: no hash lookup
+      if (edge_may_decide(e.from))  // most edges decide nothing: no hash lookup
         it = sg_->choices.find(graph::SymbolicGraph::edge_key(e.from->id, e.to->id));
       if (it != sg_->choices.end())
         for (auto [sw, c] : it->second) {
@@ -632,13 +631,9 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 #endif
   send_events();
   if (msg && sg_->phi_predicted[n->id]) {  // the runner repeats the node's last choices unless told
-    PhiLast& last = phi_last_[n->id];
-    if (!fed && last.step == step_uid_ && last.phi == phi_) {
-      msg = false;
-    } else {  // the runner records the choices of every message it takes for the node: so does the host
-      last.step = step_uid_;
-      last.phi.assign(phi_.begin(), phi_.end());
-    }
+    PhiChoices& last = phi_last_[n->id];
+    if (!fed && last.repeats(step_uid_, phi_)) msg = false;
+    else last.record(step_uid_, phi_);  // the runner records every message it takes for the node
   }
   if (msg) {
     Message& v = runner_->channel().back();

@@ -117,16 +117,15 @@ class CoExecSession {
   std::vector<trace::Cursor::Event> events_;
   std::vector<RegionState> regions_;
   std::vector<uint8_t> edge_choices_;  // per trace node id of sg_: 1 if an edge from it decides switches
+  bool edge_may_decide(const trace::Node* from) const {
+    return from->id >= edge_choices_.size() || edge_choices_[from->id];
+  }
   std::vector<Hist> hist_;
   std::vector<trace::RecordSource> hist_inputs_;  // one flat array: no allocation per op
   trace::Location loc_;                           // reused by every call (keeps its capacity)
   std::vector<FeedValue> feeds_;                  // the Validate message being built
   std::vector<uint32_t> phi_;
-  struct PhiLast {  // a phi_predicted node's choices in its last message (graph::OpNode::phi_predicted)
-    uint64_t step = 0;  // step_uid_ of that message
-    std::vector<uint32_t> phi;
-  };
-  std::vector<PhiLast> phi_last_;  // per node id
+  std::vector<PhiChoices> phi_last_;  // per node id: the last choices sent (the runner's mirror)
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;
   bool fell_back_ = false;

@@ -183,54 +183,43 @@ int GraphRunner::take_choice(uint32_t sw) {
   return c;
 }
 
+Message* GraphRunner::word_at(uint64_t p) {
+  ch_.wait_until([&] { return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > p; });
+  // Checked again after the validation was seen: a message sent before it is visible now. (An
+  // abort always comes as a message, after abort_at.)
+  return ch_.empty() ? nullptr : &ch_.front();
+}
+
 bool GraphRunner::loop_continues(uint32_t loop) {
   const uint64_t p = pos_;
-  for (;;) {
-    ch_.wait_until([&] {
-      return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > p ||
-             st_->abort_at.load(std::memory_order_seq_cst) <= p;
-    });
-    if (!ch_.empty()) {
-      Message& m = ch_.front();
-      // The exit sent at this position. Iterations send nothing, so a runner behind the host may
-      // find the exit of a later instance of this check first: its position is a later one.
-      if (m.kind == Message::LoopCond && m.id == loop && m.seq == p) {
-        const bool it = m.value != 0;
-        ch_.pop();
-        return it;
-      }
-      if (m.kind == Message::Abort) {
-        // The host validated `p` before it fell back: in this body (an exit is sent before the
-        // position after the loop is validated).
-        if (p < st_->abort_at.load(std::memory_order_seq_cst)) return true;
-        ch_.pop();
-        throw Abort{};
-      }
-      if (m.kind != Message::Choice && m.kind != Message::Validate && m.kind != Message::LoopCond)
-        throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
-      return true;  // a message of a later position: the host went on in the body (an exit here comes first)
-    }
-    if (st_->abort_at.load(std::memory_order_seq_cst) <= p) throw Abort{};
-    // Validated without a message so far; an exit sent before that validation is visible now.
-    if (ch_.empty()) return true;
+  Message* m = word_at(p);
+  if (!m) return true;  // validated in the body without an exit
+  // The exit sent at this position. Iterations send nothing, so a runner behind the host may find
+  // the exit of a later instance of this check first: its position is a later one.
+  if (m->kind == Message::LoopCond && m->id == loop && m->seq == p) {
+    const bool it = m->value != 0;
+    ch_.pop();
+    return it;
   }
+  if (m->kind == Message::Abort) {
+    // The host validated `p` before it fell back: in this body (an exit is sent before the
+    // position after the loop is validated).
+    if (p < st_->abort_at.load(std::memory_order_seq_cst)) return true;
+    ch_.pop();
+    throw Abort{};
+  }
+  if (m->kind != Message::Choice && m->kind != Message::Validate && m->kind != Message::LoopCond)
+    throw std::runtime_error("[GraphRunner] internal: expected the loop condition of loop " + std::to_string(loop));
+  return true;  // a message of a later position: the host went on in the body (an exit here comes first)
 }
 
 bool GraphRunner::has_validate(const graph::OpNode& op, uint64_t p) {
-  for (;;) {
-    if (!ch_.empty()) {
-      const Message& m = ch_.front();
-      if (m.kind == Message::Validate && m.id == op.node && m.seq == p) return true;
-      // An abort after the host validated `p` leaves `p` to run; any other message is the host's
-      // after it validated `p` (earlier ones were taken before this op).
-      return m.kind == Message::Abort && p >= st_->abort_at.load(std::memory_order_seq_cst);
-    }
-    if (st_->host_pos.load(std::memory_order_seq_cst) > p) {
-      if (ch_.empty()) return false;  // no message was sent before the validation
-      continue;
-    }
-    ch_.wait_until([&] { return !ch_.empty() || st_->host_pos.load(std::memory_order_seq_cst) > p; });
-  }
+  const Message* m = word_at(p);
+  if (!m) return false;  // validated without a message
+  if (m->kind == Message::Validate && m->id == op.node && m->seq == p) return true;
+  // An abort after the host validated `p` leaves `p` to run; any other message is the host's
+  // after it validated `p` (earlier ones were taken before this op).
+  return m->kind == Message::Abort && p >= st_->abort_at.load(std::memory_order_seq_cst);
 }
 
 const std::vector<uint32_t>* GraphRunner::phi_of(const graph::OpNode& op, const Message* v) const {
@@ -335,8 +324,7 @@ Message* GraphRunner::begin_op(const graph::OpNode& op, uint64_t p) {
   Message& m = take_validate(op.node, p);
   if (op.phi_predicted) {  // the choices a later run without a message repeats (the host keeps the same)
     if (phi_last_.size() <= op.node) phi_last_.resize(size_t(op.node) + 1);
-    phi_last_[op.node].step = st_->uid;
-    phi_last_[op.node].phi.assign(m.phi.begin(), m.phi.end());
+    phi_last_[op.node].record(st_->uid, m.phi);
   }
   return &m;
 }

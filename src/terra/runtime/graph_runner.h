@@ -111,11 +111,14 @@ class GraphRunner {
   // outputs are published in position order. Returns the items it ran (0: run block[k] as usual).
   size_t run_side_by_side(const std::vector<graph::Item>& block, size_t k, size_t end);
   int take_choice(uint32_t sw);
+  // The host's next word once it reached position `p`: the channel's front message, or null when
+  // the host validated `p` without sending one before.
+  Message* word_at(uint64_t p);
   // After a body of the loop ran (the next op would be at pos_): whether the host iterates. Only
   // an exit comes as a message; the host validating pos_ without one means another iteration.
   bool loop_continues(uint32_t loop);
-  // For a phi_predicted op at `p` the host validated or sent a message for: whether the channel's
-  // front is that message (else the op repeats its last choices, phi_last_).
+  // For a phi_predicted op at `p`: whether the channel's front is its message (else the op repeats
+  // its last choices, phi_last_).
   bool has_validate(const graph::OpNode& op, uint64_t p);
   // The phi choices the op at hand reads: its message's, or its last message's.
   const std::vector<uint32_t>* phi_of(const graph::OpNode& op, const Message* v) const;
@@ -159,11 +162,7 @@ class GraphRunner {
   uint32_t cur_node_ = kNoNode;  // TraceGraph node of the op being run (names a failure's call site)
   BlockExecutor exec_;
   std::vector<std::vector<Tensor>> node_in_;  // per node: the inputs of its latest run (variables kept)
-  struct PhiLast {  // a phi_predicted node's choices in the last message it took, and that step's uid
-    uint64_t step = 0;
-    std::vector<uint32_t> phi;
-  };
-  std::vector<PhiLast> phi_last_;  // per node id
+  std::vector<PhiChoices> phi_last_;  // per node id: the last choices taken (the host's mirror)
   const graph::SymbolicGraph* inputs_graph_ = nullptr;  // the graph node_in_ belongs to
   uint64_t plans_graph_ = 0;  // uid of the graph plans_ and readers_ belong to
   std::unordered_map<const void*, BlockPlan> plans_;     // per basic block of the current graph
