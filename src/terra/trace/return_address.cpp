@@ -125,10 +125,12 @@ bool ends_with_call(const uint8_t* p, uintptr_t room) {
 
 bool detail::is_return_address_slow(uintptr_t a) {
   if (a == 0) return false;
-  std::atomic<uintptr_t>& e = g_seen[seen_slot(a)];
   const Segment* g = segment_of(a);
   if (!g || (g->readable && !ends_with_call(reinterpret_cast<const uint8_t*>(a), a - g->lo))) return false;
-  e.store(a, std::memory_order_relaxed);
+  // An empty entry of the set, else the second: a third address alike replaces only that one, so
+  // the first two keep hitting.
+  std::atomic<uintptr_t>* set = g_seen + seen_set(a);
+  (set[0].load(std::memory_order_relaxed) == 0 ? set[0] : set[1]).store(a, std::memory_order_relaxed);
   return true;
 }
 

@@ -11,19 +11,23 @@
 namespace terra::trace {
 
 namespace detail {
-// Direct-mapped cache of addresses already validated. Entries are whole words written atomically; a
-// stale entry is still a validated address (code is not unloaded under a running step).
+// Cache of addresses already validated: sets of two entries (one cache line holds both), so two
+// return addresses of one walk that hash alike do not evict each other on every call (a direct-
+// mapped cache did, depending on where the linker put the code: ~200 instructions an op). Entries
+// are whole words written atomically; a stale entry is still a validated address (code is not
+// unloaded under a running step).
 constexpr size_t kSeen = 1024;
 extern std::atomic<uintptr_t> g_seen[kSeen];
-inline size_t seen_slot(uintptr_t a) { return size_t((a * 0x9E3779B97F4A7C15ull) >> 54) & (kSeen - 1); }
+inline size_t seen_set(uintptr_t a) { return size_t((a * 0x9E3779B97F4A7C15ull) >> 54) & (kSeen - 2); }
 bool is_return_address_slow(uintptr_t a);  // a cache miss: checks the code, then caches `a`
 }  // namespace detail
 
 // True when `a` lies in an executable segment of a loaded object and (on x86-64) follows a call
-// instruction. Validated addresses are cached, so a steady loop pays one load per frame, inline
-// (the walk runs on every op call in a graph mode).
+// instruction. Validated addresses are cached, so a steady loop pays a load or two per frame,
+// inline (the walk runs on every op call in a graph mode).
 inline bool is_return_address(uintptr_t a) {
-  if (a != 0 && detail::g_seen[detail::seen_slot(a)].load(std::memory_order_relaxed) == a) return true;
+  const std::atomic<uintptr_t>* set = detail::g_seen + detail::seen_set(a);
+  if (a != 0 && (set[0].load(std::memory_order_relaxed) == a || set[1].load(std::memory_order_relaxed) == a)) return true;
   return detail::is_return_address_slow(a);
 }
 
