@@ -1,4 +1,5 @@
 #include "terra/core/executor.h"
+#include "terra/core/fast_tls.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,7 +7,7 @@
 namespace terra {
 namespace {
 thread_local std::shared_ptr<ExecutorStack> t_stack;
-thread_local ExecutorStack* t_stack_raw = nullptr;  // the fast path of current_executor()
+TERRA_FAST_TLS thread_local ExecutorStack* t_stack_raw = nullptr;  // the fast path of current_executor()
 }  // namespace
 
 std::shared_ptr<ExecutorStack> ExecutorStack::of_this_thread() {

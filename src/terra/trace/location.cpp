@@ -1,4 +1,5 @@
 #include "terra/trace/location.h"
+#include "terra/core/fast_tls.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -12,7 +13,7 @@
 
 namespace terra::trace {
 namespace {
-thread_local void* t_base = nullptr;
+TERRA_FAST_TLS thread_local void* t_base = nullptr;
 LocationProvider g_provider = nullptr;
 std::atomic<FrameDescriber> g_describer{nullptr};
 

@@ -1,4 +1,5 @@
 #include "terra/backend/cpu/thread_pool.h"
+#include "terra/core/fast_tls.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -46,7 +47,7 @@ void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
   if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(word, INT32_MAX);
 }
 
-thread_local bool t_in_parallel = false;
+TERRA_FAST_TLS thread_local bool t_in_parallel = false;
 
 // Threads inside pool_help. Outside the Pool: pool_guest_ready() reads it from any thread, and
 // must not race with the pool's lazy creation.
