@@ -384,14 +384,14 @@ void CoExecSession::settle_kept_placeholders() {
       if (!k.st->finished || !k.st->host_ended) break;  // steps finish in order
     }
     for (auto& w : k.placeholders)
-      if (auto sp = w.lock()) sp->settle();
+      if (auto sp = w.lock()) static_cast<SkelPending*>(sp.get())->settle();
     k.settled = true;
     k.release_after = steps_sent_;
   }
   const uint64_t finished = runner_->steps_finished();
   while (!kept_.empty() && kept_.front().settled && finished >= kept_.front().release_after) {
     for (auto& w : kept_.front().placeholders)
-      if (auto sp = w.lock()) sp->release();
+      if (auto sp = w.lock()) static_cast<SkelPending*>(sp.get())->release();
     if (kept_.front().placeholders.capacity() > spare_placeholders_.capacity()) {
       spare_placeholders_.swap(kept_.front().placeholders);
       spare_placeholders_.clear();
@@ -673,10 +673,9 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
     }
   } else {
     slot->tracked = !op.has(kInplace);
-    out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-      auto p = make_pooled<SkelPending>(st_, slot, k, seq_);
-      placeholders_.emplace_back(p);
-      return p;
+    out = placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
+      set_pending<SkelPending>(t, storage_too, st_, slot, k, seq_);
+      placeholders_.emplace_back(t.pending);
     });
   }
   for (uint32_t k = 0; k < out.size(); ++k) {

@@ -93,14 +93,14 @@ class CoExecSession {
   // and, when no feed sent earlier can still read their slot, let the step go (released).
   struct Kept {
     std::shared_ptr<StepState> st;
-    std::vector<std::weak_ptr<SkelPending>> placeholders;
+    std::vector<std::weak_ptr<PendingValue>> placeholders;
     uint64_t release_after = 0;  // settled: released once the runner finished this many steps
     bool settled = false;
   };
-  std::vector<std::weak_ptr<SkelPending>> placeholders_;  // the current step's
+  std::vector<std::weak_ptr<PendingValue>> placeholders_;  // the current step's
   // A released step's list, emptied, kept for the next step: the list grows to a step's op
   // count, and regrowing it from nothing every step took ~70 malloc'd instructions an op.
-  std::vector<std::weak_ptr<SkelPending>> spare_placeholders_;
+  std::vector<std::weak_ptr<PendingValue>> spare_placeholders_;
   std::deque<Kept> kept_;
   uint64_t growth_bits_ = 0;  // last 64 steps: 1 = the step's trace extended the TraceGraph
 

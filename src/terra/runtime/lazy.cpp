@@ -71,8 +71,11 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
       else if (needs_snapshot(*t))
         b.inputs[first + i] = Tensor(host_snapshot(*t));
     }
-    out = placeholder_outputs(op, in, attrs, meta, [&](uint32_t k) {
-      return make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
+    // Storage and pending value apart (not set_pending's one block): the fusion planner reads
+    // the pending value's reference count as the number of tensors sharing the value.
+    out = placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
+      if (storage_too) t.storage = make_pooled<Storage>();  // no data: carries the version counter
+      t.pending = make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
     });
     b.entries.push_back(std::move(e));
   } catch (...) {  // nothing of this call stays recorded

@@ -5,12 +5,11 @@
 namespace terra::runtime {
 
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                               TensorMetas& meta,
-                               FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending) {
+                               TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending) {
   TensorList out;
   if (op.has(kView)) {
     out.push_back(op.view(in[0], attrs));
-    out[0].impl()->pending = pending(0);
+    pending(*out[0].impl(), 0, false);
   } else if (op.has(kInplace)) {
     const uint32_t n = inplace_targets(op, attrs);
     out.assign(in.begin(), in.begin() + n);
@@ -29,8 +28,7 @@ TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, cons
       t->shape = std::move(meta[k].shape);
       t->strides = contiguous_strides(t->shape);
       t->dtype = meta[k].dtype;
-      t->storage = make_pooled<Storage>();  // no data: carries the version counter
-      t->pending = pending(k);
+      pending(*t, k, true);
       out.emplace_back(std::move(t));
     }
   }

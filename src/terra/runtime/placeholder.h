@@ -5,7 +5,10 @@
 #include <memory>
 #include <vector>
 
+#include "terra/core/object_pool.h"
 #include "terra/core/op.h"
+#include "terra/core/storage.h"
+#include "terra/core/tensor.h"
 
 namespace terra::runtime {
 
@@ -26,11 +29,34 @@ class FunctionRef<R(A...)> {
 };
 
 // Views are taken on the (possibly placeholder) input's metadata; in-place ops return their
-// target with its version bumped; other ops get fresh contiguous placeholders. `pending(k)`
-// makes the pending value of output k.
+// target with its version bumped; other ops get fresh contiguous placeholders.
+// `pending(t, k, storage_too)` sets output k's pending value, and with storage_too its storage
+// (a fresh output; a view keeps its base's): set_pending below makes both in one block.
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                               TensorMetas& meta,
-                               FunctionRef<std::shared_ptr<PendingValue>(uint32_t)> pending);
+                               TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending);
+
+// A placeholder's storage (no data: it carries the version counter) and its pending value in one
+// pooled block: one allocation and one reference count per output instead of two of each. The
+// pending value then lives as long as the storage (a view of the output keeps both), so its
+// reference count no longer says how many tensors share the value.
+template <class P>
+struct PendingStorage final : Storage {
+  template <class... A>
+  explicit PendingStorage(A&&... a) : value(std::forward<A>(a)...) {}
+  P value;
+};
+
+// Sets t.pending to a new P, and with storage_too t.storage to the block that holds it.
+template <class P, class... A>
+void set_pending(TensorImpl& t, bool storage_too, A&&... a) {
+  if (!storage_too) {
+    t.pending = make_pooled<P>(std::forward<A>(a)...);
+    return;
+  }
+  auto block = make_pooled<PendingStorage<P>>(std::forward<A>(a)...);
+  t.pending = std::shared_ptr<PendingValue>(block, &block->value);
+  t.storage = std::move(block);
+}
 
 // Memory NumPy shares (Storage::foreign) is never held by a graph: an in-place write into it or a
 // view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view
