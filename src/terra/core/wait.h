@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,8 +17,33 @@ namespace terra {
 inline void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
+inline void futex_wait_for(std::atomic<uint32_t>& word, uint32_t expected, long ns) {
+  timespec ts{ns / 1000000000, ns % 1000000000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+}
 inline void futex_wake(std::atomic<uint32_t>& word, int count = 1) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+// An asymmetric Dekker fence. A producer that stores a word and then checks whether its consumer
+// sleeps needs a full fence between the two (an xchg that waits for the store to leave the core:
+// ~4 % of a co-executed op's host time, its line being polled by the consumer). With the kernel's
+// membarrier, the producer needs only a compiler fence, and the consumer, on its rare way to sleep,
+// makes every running thread of the process execute a full barrier: then either the consumer sees
+// the store or the producer sees it asleep. True once registered (Linux >= 4.14; else the
+// producer keeps the full fence).
+bool heavy_barrier_available();
+// The consumer's side, only once heavy_barrier_available(); false if the kernel refused (then a
+// producer's store may still be invisible: the consumer's sleep must be bounded).
+bool heavy_barrier();
+// The producer's side: stores `v`, fenced against a later load of the consumer's sleep flag.
+inline void store_before_sleep_check(std::atomic<uint64_t>& word, uint64_t v, bool light) {
+  if (light) {
+    word.store(v, std::memory_order_release);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    word.store(v, std::memory_order_seq_cst);
+  }
 }
 
 // Up to `rounds` rounds of 64 pauses, each round ending in a yield, until ready(); returns ready().

@@ -229,7 +229,7 @@ bool debug_protocol() {
   return on;
 }
 
-Channel::Channel() : tail_(new Block), head_(tail_) {}
+Channel::Channel() : tail_(new Block), head_(tail_), light_(heavy_barrier_available()) {}
 
 Channel::~Channel() {
   for (Block* b = head_; b;) {
@@ -273,8 +273,7 @@ void Channel::commit() {
     std::fprintf(stderr, "  host -> kind=%d id=%u seq=%llu value=%u\n", int(m.kind), m.id, (unsigned long long)m.seq,
                  m.value);
   tail_idx_++;
-  pushed_.store(++committed_, std::memory_order_seq_cst);
-  notify();  // seq_cst with the consumer's sleeping_ store: it sees this message or we see it asleep
+  publish(pushed_, ++committed_);
 }
 
 void Channel::push(Message m) {
@@ -311,7 +310,13 @@ void Channel::wait_slow(const std::function<bool()>& ready) {
     }
     uint32_t w = wake_.load(std::memory_order_seq_cst);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (!ready()) futex_wait(wake_, w);
+    // The producers' stores were only compiler-fenced (publish): make them visible, or have the
+    // producer see sleeping_; if the kernel refuses, sleep at most a millisecond at a time.
+    const bool fenced = !light_ || heavy_barrier();
+    if (!ready()) {
+      if (fenced) futex_wait(wake_, w);
+      else futex_wait_for(wake_, w, 1000000);
+    }
     sleeping_.store(false, std::memory_order_relaxed);
   }
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "terra/core/op.h"
+#include "terra/core/wait.h"
 
 namespace terra::graph {
 struct SymbolicGraph;
@@ -264,8 +265,14 @@ class Channel {
   double waited_s() const { return waited_s_.load(std::memory_order_relaxed); }
 
   // Producer: wakes the consumer if it sleeps, after publishing state it waits on outside the
-  // FIFO (seq_cst stores: StepState::host_pos, abort_at).
+  // FIFO with a seq_cst store (StepState::abort_at).
   void notify();
+  // Producer: stores `v` into a word the consumer waits on (pushed_, StepState::host_pos), then
+  // wakes the consumer if it sleeps. The store is not a full fence: see heavy_barrier (wait.h).
+  void publish(std::atomic<uint64_t>& word, uint64_t v) {
+    store_before_sleep_check(word, v, light_);
+    notify();
+  }
   // Consumer: blocks until ready() holds (spin, then sleep until commit() or notify()).
   template <class F>
   void wait_until(F&& ready) {
@@ -292,6 +299,7 @@ class Channel {
   alignas(64) std::atomic<uint64_t> pushed_{0};  // written per message by the producer
   std::atomic<uint32_t> wake_{0};
   std::atomic<bool> sleeping_{false};
+  const bool light_;  // producers publish without a full fence; a sleeping consumer fences for them
   // Consumed blocks handed back for reuse. A host running a step or two ahead of the runner has
   // several blocks in flight; keeping one spare made every further block a fresh one whose
   // slots' feed and phi vectors then allocated per message (~1 malloc an op in a loop).

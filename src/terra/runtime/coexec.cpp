@@ -686,8 +686,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   hist_.push_back(h);
   seq_++;
-  st_->host_pos.store(seq_, std::memory_order_seq_cst);
-  runner_->channel().notify();  // a runner waiting to commit an in-place write here may go on
+  runner_->channel().publish(st_->host_pos, seq_);  // a runner waiting for this position may go on
   return out;
 }
 
