@@ -1,9 +1,8 @@
 #include "terra/autograd/grad_mode.h"
-#include "terra/core/fast_tls.h"
 
 namespace terra {
 namespace {
-TERRA_FAST_TLS thread_local bool g_grad_enabled = true;
+thread_local bool g_grad_enabled = true;
 }
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }

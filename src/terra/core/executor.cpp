@@ -1,5 +1,4 @@
 #include "terra/core/executor.h"
-#include "terra/core/fast_tls.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,7 +6,7 @@
 namespace terra {
 namespace {
 thread_local std::shared_ptr<ExecutorStack> t_stack;
-TERRA_FAST_TLS thread_local ExecutorStack* t_stack_raw = nullptr;  // the fast path of current_executor()
+thread_local ExecutorStack* t_stack_raw = nullptr;  // the fast path of current_executor()
 }  // namespace
 
 std::shared_ptr<ExecutorStack> ExecutorStack::of_this_thread() {

@@ -1,7 +1,5 @@
 #include "terra/core/object_pool.h"
 
-#include "terra/core/fast_tls.h"
-
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -62,13 +60,6 @@ struct Cache {
   }
 };
 thread_local Cache tc;
-// Read on every allocation: a fixed-offset pointer to `tc` (see fast_tls.h), set on first use.
-TERRA_FAST_TLS thread_local Cache* t_cache = nullptr;
-Cache& cache() {
-  Cache* c = t_cache;
-  if (__builtin_expect(c == nullptr, 0)) c = t_cache = &tc;
-  return *c;
-}
 
 size_t class_of(size_t bytes) { return bytes ? (bytes - 1) / kGranule : 0; }
 
@@ -97,7 +88,7 @@ void* pool_allocate(size_t bytes) {
 #else
   if (bytes > kPoolMaxBytes) return ::operator new(bytes);
   const size_t c = class_of(bytes);
-  Cache& t = cache();
+  Cache& t = tc;
   if (!t.head[c] && t.alive) {
     Shared& s = shared();
     std::lock_guard<std::mutex> g(s.mu);
@@ -125,7 +116,7 @@ void pool_deallocate(void* p, size_t bytes) {
   if (bytes > kPoolMaxBytes) return ::operator delete(p);
   const size_t c = class_of(bytes);
   FreeNode* node = static_cast<FreeNode*>(p);
-  Cache& t = cache();
+  Cache& t = tc;
   if (!t.alive) {  // a thread_local destroyed after the cache frees an object
     node->next = nullptr;
     return give(c, {node, 1});

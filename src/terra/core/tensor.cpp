@@ -1,5 +1,4 @@
 #include "terra/core/tensor.h"
-#include "terra/core/fast_tls.h"
 
 #include <unistd.h>
 
@@ -34,8 +33,8 @@ const TensorImpl& need(const TensorImpl* i, const char* what) {
 // never reach the host's step-boundary test (it hands values over through storage, not impls).
 namespace {
 constexpr uint64_t kIdBlock = 4096;
-TERRA_FAST_TLS thread_local uint64_t t_id_next = 0, t_id_end = 0;
-TERRA_FAST_TLS thread_local bool t_id_blocks = false;
+thread_local uint64_t t_id_next = 0, t_id_end = 0;
+thread_local bool t_id_blocks = false;
 
 uint64_t new_tensor_id() {
   if (!t_id_blocks) return g_next_id.fetch_add(1, std::memory_order_relaxed);

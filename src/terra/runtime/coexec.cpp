@@ -1,5 +1,4 @@
 #include "terra/runtime/coexec.h"
-#include "terra/core/fast_tls.h"
 
 #include "terra/core/object_pool.h"
 #include "terra/core/threads.h"
@@ -20,7 +19,7 @@ static double since(Clock::time_point t) { return std::chrono::duration<double>(
 
 // Host time spent waiting for the runner, on this thread (placeholders wait too, possibly after
 // their engine is gone, so this is not a member of the session).
-TERRA_FAST_TLS static thread_local double t_stall = 0;
+static thread_local double t_stall = 0;
 
 // Waits until the runner has finished `n` ops of the step (or the step ended without them).
 static void wait_step(StepState& st, uint64_t n) {

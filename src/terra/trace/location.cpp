@@ -1,5 +1,4 @@
 #include "terra/trace/location.h"
-#include "terra/core/fast_tls.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -13,7 +12,7 @@
 
 namespace terra::trace {
 namespace {
-TERRA_FAST_TLS thread_local void* t_base = nullptr;
+thread_local void* t_base = nullptr;
 LocationProvider g_provider = nullptr;
 std::atomic<FrameDescriber> g_describer{nullptr};
 

@@ -1,5 +1,4 @@
 #include "terra/backend/cpu/thread_pool.h"
-#include "terra/core/fast_tls.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -47,7 +46,7 @@ void wake_all(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
   if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(word, INT32_MAX);
 }
 
-TERRA_FAST_TLS thread_local bool t_in_parallel = false;
+thread_local bool t_in_parallel = false;
 
 // Threads inside pool_help. Outside the Pool: pool_guest_ready() reads it from any thread, and
 // must not race with the pool's lazy creation.
