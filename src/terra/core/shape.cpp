@@ -42,6 +42,18 @@ int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& wha
   return r;
 }
 
+int64_t contiguous_layout(const Shape& s, Shape& strides) {
+  strides.resize(s.size());
+  int64_t bound = 1, n = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    strides[i] = bound;
+    if (__builtin_mul_overflow(bound, s[i] > 0 ? s[i] : 1, &bound))
+      throw std::invalid_argument("[strides] shape " + shape_str(s) + " has more elements than int64 can count");
+    n *= s[i];  // |n| <= bound: cannot overflow
+  }
+  return n;
+}
+
 Shape contiguous_strides(const Shape& s) {
   Shape st(s.size());
   int64_t acc = 1;

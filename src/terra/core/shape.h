@@ -24,6 +24,9 @@ void check_shape(const char* op, const Shape& s, size_t itemsize = 1);
 int64_t checked_mul(const char* op, int64_t a, int64_t b, const std::string& what);
 int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& what);
 Shape contiguous_strides(const Shape& s);
+// Fills `strides` with s's contiguous strides and returns numel_of(s), in one pass (the layout
+// of every new output: eager's empty() and the graph modes' placeholders).
+int64_t contiguous_layout(const Shape& s, Shape& strides);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 // gtest prints a Shape through this (found by ADL), e.g. in a failing EXPECT_EQ.
 void PrintTo(const Shape& s, std::ostream* os);

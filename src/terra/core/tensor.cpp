@@ -107,9 +107,8 @@ int64_t check_output(const char* op, const Shape& shape, DType dtype) {
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
   const int64_t n = check_output(op, shape, dtype);
   auto t = make_pooled<TensorImpl>();
-  t->numel = n;
   t->shape = shape;
-  t->strides = contiguous_strides(shape);
+  t->numel = contiguous_layout(shape, t->strides);  // = n
   t->dtype = dtype;
   size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
   try {

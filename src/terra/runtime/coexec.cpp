@@ -562,8 +562,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   if (op.has(kRandom)) st_->random_keys.emplace_back(seq_, rng);
   Hist h{n->id, exec[n->id] - 1, uint32_t(hist_inputs_.size()), uint32_t(in.size())};
-  hist_inputs_.resize(hist_inputs_.size() + in.size());
-  trace::RecordSource* hin = hist_inputs_.data() + h.first;
+  // Appended input by input below (a call that falls back midway leaves a few unread entries).
 #ifndef NDEBUG
   got_.assign(in.size(), trace::Source{});
 #endif
@@ -577,7 +576,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
     if (t->trace_step == step_uid_ && !needs_snapshot(*t)) {
       const Hist& p = hist_[t->trace_rec];
       got = {trace::Source::Op, p.node, t->trace_out, exec[p.node] - 1 - p.exec};
-      hin[i] = {false, t->trace_rec, t->trace_out, nullptr};
+      hist_inputs_.push_back({false, t->trace_rec, t->trace_out, nullptr});
       for (size_t k = 0; k < set.size(); ++k)
         if (set[k] == got) idx = int(k);
     } else {
@@ -593,7 +592,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       }
       // The key alone: a matched source is already in its node's set, so a fallback's merge never
       // reads the tensor (add_source takes it only for a source new to the node).
-      hin[i] = {true, 0, 0, nullptr, key};
+      hist_inputs_.push_back({true, 0, 0, nullptr, key});
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
         if (!fresh && set[k].kind == trace::Source::Variable && set[k].var_id == got.var_id) idx = int(k);
       for (size_t k = 0; k < set.size() && idx < 0; ++k)
@@ -655,8 +654,15 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   CellSlot* slot = st_->host_cell(seq_, &ready);
   SlotRef slot_ref(*st_, slot);
   const ValueCell* cell = &slot->cell;
-  TensorList out;
-  if (ready && !op.has(kView) && !op.has(kInplace)) {
+  const bool take_values = ready && !op.has(kView) && !op.has(kInplace);
+  if (!take_values) slot->tracked = !op.has(kInplace);
+  // Made in place (no move-assignment into a list made before): a pooled list freed per call.
+  TensorList out = take_values ? TensorList()
+                               : placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
+                                   set_pending<SkelPending>(t, storage_too, st_, slot, k, seq_);
+                                   placeholders_.emplace_back(t.pending);
+                                 });
+  if (take_values) {
     // The runner got here first: the outputs are its values, no placeholder to fill later.
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
@@ -670,12 +676,6 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       t->storage = v.storage;
       out.emplace_back(std::move(t));
     }
-  } else {
-    slot->tracked = !op.has(kInplace);
-    out = placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
-      set_pending<SkelPending>(t, storage_too, st_, slot, k, seq_);
-      placeholders_.emplace_back(t.pending);
-    });
   }
   for (uint32_t k = 0; k < out.size(); ++k) {
     TensorImpl* t = out[k].impl();

@@ -24,9 +24,8 @@ TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, cons
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
       auto t = make_pooled<TensorImpl>();
-      t->numel = numel_of(meta[k].shape);
       t->shape = std::move(meta[k].shape);
-      t->strides = contiguous_strides(t->shape);
+      t->numel = contiguous_layout(t->shape, t->strides);
       t->dtype = meta[k].dtype;
       pending(*t, k, true);
       out.emplace_back(std::move(t));
