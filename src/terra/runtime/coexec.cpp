@@ -468,6 +468,13 @@ void CoExecSession::push_loop_exit(const trace::Node* loop) {
 }
 
 // Decides, as "skipped", the region's case-select switches before position `upto`.
+CoExecSession::RegionState CoExecSession::region_state(uint32_t key) const {
+  const std::vector<uint32_t>& list = sg_->region_switches.at(key);
+  bool quiet = true;
+  for (uint32_t sw : list) quiet &= !sg_->switch_needs_select[sw];
+  return {key, 0, &list, quiet};
+}
+
 void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
   const std::vector<uint32_t>& list = *r.switches;
   for (; r.next < upto && r.next < list.size(); ++r.next)
@@ -480,6 +487,18 @@ void CoExecSession::send_events() {
   if (events_.size() == 1) {  // the usual call: one edge between two ops of a block, nothing to send
     const trace::Cursor::Event& e = events_[0];
     if (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall && !edge_may_decide(e.from)) {
+      events_.clear();
+      return;
+    }
+  }
+  // In a region whose switches need no Case Select, edges between ops and the next iteration only
+  // move the region's next switch, which then decides nothing: nothing to send (a loop's body).
+  if (regions_.back().quiet) {
+    bool quiet = true;
+    for (const auto& e : events_)
+      quiet &= e.kind == trace::Cursor::Event::LoopIterate ||
+               (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall);
+    if (quiet) {
       events_.clear();
       return;
     }

@@ -58,8 +58,9 @@ class CoExecSession {
   struct RegionState {  // a region instance the walk is in, and its next undecided switch
     uint32_t key, next;
     const std::vector<uint32_t>* switches;  // sg_->region_switches[key], looked up once per region
+    bool quiet;  // none of them needs a Case Select: its edges and iterations send nothing
   };
-  RegionState region_state(uint32_t key) const { return {key, 0, &sg_->region_switches.at(key)}; }
+  RegionState region_state(uint32_t key) const;
   void send_events();
   void push_choice(uint32_t sw, uint32_t value);
   void push_loop_exit(const trace::Node* loop);
