@@ -26,8 +26,9 @@ inline void futex_wake(std::atomic<uint32_t>& word, int count = 1) {
 }
 
 // An asymmetric Dekker fence. A producer that stores a word and then checks whether its consumer
-// sleeps needs a full fence between the two (an xchg that waits for the store to leave the core:
-// ~4 % of a co-executed op's host time, its line being polled by the consumer). With the kernel's
+// sleeps needs a full fence between the two: an xchg that waits for every earlier store to leave
+// the core, the stored line being polled by the consumer (the co-execution host makes one per
+// op; perf put 4-15 % of skeleton_call's own samples right after it). With the kernel's
 // membarrier, the producer needs only a compiler fence, and the consumer, on its rare way to sleep,
 // makes every running thread of the process execute a full barrier: then either the consumer sees
 // the store or the producer sees it asleep. True once registered (Linux >= 4.14; else the

@@ -467,7 +467,6 @@ void CoExecSession::push_loop_exit(const trace::Node* loop) {
   runner_->channel().push(std::move(m));
 }
 
-// Decides, as "skipped", the region's case-select switches before position `upto`.
 CoExecSession::RegionState CoExecSession::region_state(uint32_t key) const {
   const std::vector<uint32_t>& list = sg_->region_switches.at(key);
   bool quiet = true;
@@ -475,6 +474,7 @@ CoExecSession::RegionState CoExecSession::region_state(uint32_t key) const {
   return {key, 0, &list, quiet};
 }
 
+// Decides, as "skipped", the region's case-select switches before position `upto`.
 void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
   const std::vector<uint32_t>& list = *r.switches;
   for (; r.next < upto && r.next < list.size(); ++r.next)
