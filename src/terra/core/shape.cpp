@@ -55,13 +55,8 @@ int64_t contiguous_layout(const Shape& s, Shape& strides) {
 }
 
 Shape contiguous_strides(const Shape& s) {
-  Shape st(s.size());
-  int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    if (__builtin_mul_overflow(acc, s[i] > 0 ? s[i] : 1, &acc))
-      throw std::invalid_argument("[strides] shape " + shape_str(s) + " has more elements than int64 can count");
-  }
+  Shape st;
+  contiguous_layout(s, st);
   return st;
 }
 

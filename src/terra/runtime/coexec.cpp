@@ -484,24 +484,19 @@ void CoExecSession::skip_until(RegionState& r, uint32_t upto) {
 // Turns the walk's edges and loop decisions into Case Selects and Loop Conds, in the order the
 // runner consumes them: every case-select switch of a region gets exactly one decision.
 void CoExecSession::send_events() {
-  if (events_.size() == 1) {  // the usual call: one edge between two ops of a block, nothing to send
-    const trace::Cursor::Event& e = events_[0];
-    if (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall && !edge_may_decide(e.from)) {
-      events_.clear();
-      return;
-    }
-  }
-  // In a region whose switches need no Case Select, edges between ops and the next iteration only
-  // move the region's next switch, which then decides nothing: nothing to send (a loop's body).
-  if (regions_.back().quiet) {
-    bool quiet = true;
-    for (const auto& e : events_)
-      quiet &= e.kind == trace::Cursor::Event::LoopIterate ||
-               (e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall);
-    if (quiet) {
-      events_.clear();
-      return;
-    }
+  // The usual call sends nothing: its events are edges between two ops that decide no switch, or,
+  // in a region whose switches need no Case Select (a loop's body, usually), any edges between ops
+  // and the next iteration (they only move the region's next switch, which then decides nothing).
+  const bool quiet = regions_.back().quiet;
+  bool silent = true;
+  for (const auto& e : events_)
+    silent &= e.kind == trace::Cursor::Event::LoopIterate
+                  ? quiet
+                  : e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall &&
+                        (quiet || !edge_may_decide(e.from));
+  if (silent) {
+    events_.clear();
+    return;
   }
   for (auto& e : events_) {
     RegionState& r = regions_.back();
