@@ -31,7 +31,9 @@ ChunkPool& chunk_pool() {
 StepState::~StepState() {
   live_.fetch_sub(1, std::memory_order_relaxed);
   ChunkPool& pool = chunk_pool();
-  for (CellSlot* c : chunks_) {
+  const uint64_t n = nchunks_.load(std::memory_order_acquire);
+  for (uint64_t k = 0; k < n; ++k) {
+    CellSlot* c = chunk(k);
     for (uint64_t i = 0; i < kChunk; ++i) {  // as new: no value, no error, no reference
       c[i].cell.values.clear();
       c[i].cell.error = nullptr;
@@ -45,78 +47,143 @@ StepState::~StepState() {
     if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
     else delete[] c;
   }
+  for (CellSlot** page : pages_) delete[] page;
 }
 
-CellSlot& StepState::slot(uint64_t p) {
-  while (chunks_.size() <= p / kChunk) {
+CellSlot& StepState::grow(uint64_t p) {
+  std::lock_guard<SpinLock> g(lists_mu);
+  for (uint64_t n = nchunks_.load(std::memory_order_relaxed); n <= p / kChunk; ++n) {
     CellSlot* c = nullptr;
     {
       ChunkPool& pool = chunk_pool();
-      std::lock_guard<std::mutex> g(pool.mu);
+      std::lock_guard<std::mutex> pg(pool.mu);
       if (!pool.free.empty()) {
         c = pool.free.back();
         pool.free.pop_back();
       }
     }
-    chunks_.push_back(c ? c : new CellSlot[kChunk]);
+    if (!c) c = new CellSlot[kChunk];
+    const int k = int(std::bit_width(n / kPage0 + 1)) - 1;
+    const uint64_t off = n - kPage0 * ((uint64_t(1) << k) - 1);
+    if (k >= kPages) throw std::length_error("[coexec] a step of more than 2^48 op calls");
+    if (k == 0) {
+      page0_[off] = c;
+    } else {
+      if (!pages_[k]) pages_[k] = new CellSlot*[kPage0 << k]();
+      pages_[k][off] = c;
+    }
+    nchunks_.store(n + 1, std::memory_order_release);  // publishes the entry to lock-free readers
   }
-  return chunks_[p / kChunk][p % kChunk];
+  return chunk(p / kChunk)[p % kChunk];
 }
 
 CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
-  std::lock_guard<SpinLock> g(cells_mu);
   CellSlot& s = slot(p);
+  std::lock_guard<SpinLock> g(s.mu);
   s.pos = p;
   s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
   if (s.state == CellSlot::RunnerFirst) {
     // Written once by the runner, under this lock: from here on the host may read the values.
     if (ready) *ready = !s.cell.error && !s.cell.values.empty();
-  } else if (error && p >= error_pos) {
-    s.cell.error = error;
+  } else if (failed_.load(std::memory_order_acquire) && p >= error_pos) {
+    s.cell.error = error;  // runner_fail's walk may have passed this slot before it was the host's
   }
   s.state = CellSlot::Host;
   return &s;
 }
 
-void StepState::queue_ring_drop(const CellSlot& s, uint32_t out) {
-  if (host_frees_ || !s.tracked || s.pinned.load(std::memory_order_acquire)) return;
+void StepState::queue_ring_drop(std::vector<RingDrop>& to, const CellSlot& s, uint32_t out) {
+  if (!s.tracked || s.pinned.load(std::memory_order_acquire)) return;
   // +1: a handle may die inside the call that reads it, before that call counts as validated.
-  ring_drops_.push_back({s.pos, out, host_pos.load(std::memory_order_acquire) + 1});
-  ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+  to.push_back({s.pos, out, host_pos.load(std::memory_order_acquire) + 1});
+}
+
+void StepState::flush_host_drops_slow() {
+  std::vector<CellSlot*> free_here;
+  {
+    std::lock_guard<SpinLock> g(lists_mu);
+    if (host_frees_) {  // the runner is done with the step: nothing to hand it
+      free_here.swap(host_dead_);
+      host_dead_values_.clear();
+      host_ring_.clear();
+    } else {
+      ring_drops_.insert(ring_drops_.end(), host_ring_.begin(), host_ring_.end());
+      dead_.insert(dead_.end(), host_dead_.begin(), host_dead_.end());
+      for (Tensor& v : host_dead_values_) dead_values_.push_back(std::move(v));
+      host_ring_.clear();
+      host_dead_.clear();
+      host_dead_values_.clear();
+      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+      dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
+    }
+  }
+  free_dead(free_here);
 }
 
 void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
-  std::lock_guard<SpinLock> g(cells_mu);
+  std::lock_guard<SpinLock> g(lists_mu);
   into.insert(into.end(), ring_drops_.begin(), ring_drops_.end());
   ring_drops_.clear();
   ring_drops_n_.store(0, std::memory_order_relaxed);
 }
 
 void StepState::host_drop(CellSlot& s) {
+  bool has_values;
   {
-    std::lock_guard<SpinLock> g(cells_mu);
-    queue_ring_drop(s, graph::Release::kAllOutputs);
-    s.state = CellSlot::Dead;
-    if (s.cell.values.empty()) return;
+    std::lock_guard<SpinLock> g(s.mu);
+    s.state = CellSlot::Dead;  // the runner stores nothing here from now on
+    has_values = !s.cell.values.empty();
+  }
+  if (on_host_thread()) {
+    if (host_frees_.load(std::memory_order_relaxed)) {
+      if (has_values) s.cell.values.clear();  // dead, and the runner is done with the step
+      return;
+    }
+    queue_ring_drop(host_ring_, s, graph::Release::kAllOutputs);
+    if (has_values) host_dead_.push_back(&s);
+    if (host_ring_.size() + host_dead_.size() >= kHostBatch) flush_host_drops_slow();
+    return;
+  }
+  {
+    std::lock_guard<SpinLock> g(lists_mu);
     if (!host_frees_) {
-      dead_.push_back(&s);
+      queue_ring_drop(ring_drops_, s, graph::Release::kAllOutputs);
+      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+      if (has_values) {
+        dead_.push_back(&s);
+        dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
+      }
       return;
     }
   }
-  s.cell.values.clear();  // outside the lock: dead, and the runner is done with the step
+  if (has_values) s.cell.values.clear();  // outside the lock: dead, and the runner is done with the step
 }
 
 void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   if (out >= 32) return;  // kept with the position (ops with that many outputs are rare)
-  Tensor v;  // once the runner is done with the step: freed here, outside the lock
+  Tensor v;  // once the runner is done with the step: freed here, outside the locks
   {
-    std::lock_guard<SpinLock> g(cells_mu);
-    queue_ring_drop(s, out);
+    std::lock_guard<SpinLock> g(s.mu);
     s.dead_outs |= uint32_t(1) << out;
-    if (out >= s.cell.values.size() || !s.cell.values[out].defined()) return;
-    v = std::move(s.cell.values[out]);
-    s.cell.values[out] = Tensor();
-    if (!host_frees_) dead_values_.push_back(std::move(v));  // the runner frees it (as dead_)
+    if (out < s.cell.values.size() && s.cell.values[out].defined()) {
+      v = std::move(s.cell.values[out]);
+      s.cell.values[out] = Tensor();
+    }
+  }
+  if (on_host_thread()) {
+    if (host_frees_.load(std::memory_order_relaxed)) return;
+    queue_ring_drop(host_ring_, s, out);
+    if (v.defined()) host_dead_values_.push_back(std::move(v));  // the runner frees it (as dead_)
+    if (host_ring_.size() + host_dead_.size() + host_dead_values_.size() >= kHostBatch) flush_host_drops_slow();
+    return;
+  }
+  std::lock_guard<SpinLock> g(lists_mu);
+  if (host_frees_) return;
+  queue_ring_drop(ring_drops_, s, out);
+  ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+  if (v.defined()) {
+    dead_values_.push_back(std::move(v));
+    dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
   }
 }
 
@@ -126,25 +193,31 @@ void StepState::free_dead(std::vector<CellSlot*>& dead) {
 }
 
 void StepState::host_reclaim() {
+  flush_host_drops();
   std::vector<CellSlot*> dead;
   std::vector<Tensor> dead_values;
   {
-    std::lock_guard<SpinLock> g(cells_mu);
+    std::lock_guard<SpinLock> g(lists_mu);
     if (host_frees_) return;
-    host_frees_ = true;
+    host_frees_.store(true, std::memory_order_relaxed);
     dead.swap(dead_);
     dead_values.swap(dead_values_);
+    dead_n_.store(0, std::memory_order_relaxed);
   }
   free_dead(dead);
 }
 
 void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
-  std::lock_guard<std::mutex> g(mu);
-  std::lock_guard<SpinLock> gc(cells_mu);
-  error = err;
-  error_pos = pos;
-  for (uint64_t p = pos; p < chunks_.size() * kChunk; ++p) {
+  {
+    std::lock_guard<std::mutex> g(mu);
+    error = err;
+    error_pos = pos;
+  }
+  failed_.store(true, std::memory_order_release);  // host_cell gives later slots the error itself
+  const uint64_t end = nchunks_.load(std::memory_order_acquire) * kChunk;
+  for (uint64_t p = pos; p < end; ++p) {
     CellSlot& s = slot(p);
+    std::lock_guard<SpinLock> g(s.mu);
     if (s.state == CellSlot::Host || s.state == CellSlot::RunnerFirst) s.cell.error = err;
   }
 }
@@ -202,23 +275,29 @@ void rethrow_with_context(std::exception_ptr err, const std::string& context) {
 }
 
 bool StepState::host_may_read(uint64_t p) {
-  std::lock_guard<SpinLock> g(cells_mu);
-  return p >= chunks_.size() * kChunk || slot(p).state != CellSlot::Dead;
+  if (p / kChunk >= nchunks_.load(std::memory_order_acquire)) return true;
+  CellSlot& s = slot(p);
+  std::lock_guard<SpinLock> g(s.mu);
+  return s.state != CellSlot::Dead;
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
   {
-    std::lock_guard<SpinLock> g(cells_mu);
     CellSlot& s = slot(p);
+    std::lock_guard<SpinLock> g(s.mu);
     if (s.state == CellSlot::Untouched) s.state = CellSlot::RunnerFirst;  // kept until the host validates p
     if (s.state != CellSlot::Dead) {
       s.cell.values.assign(outs.begin(), outs.end());
       for (uint32_t m = s.dead_outs; m; m &= m - 1)  // outputs whose placeholder already died
         if (size_t k = size_t(std::countr_zero(m)); k < s.cell.values.size()) s.cell.values[k] = Tensor();
     }
-    if (dead_.empty() && dead_values_.empty()) return;
+  }
+  if (dead_n_.load(std::memory_order_relaxed) == 0) return;
+  {
+    std::lock_guard<SpinLock> g(lists_mu);
     runner_dead_.swap(dead_);
     runner_dead_values_.swap(dead_values_);
+    dead_n_.store(0, std::memory_order_relaxed);
   }
   free_dead(runner_dead_);
   runner_dead_values_.clear();

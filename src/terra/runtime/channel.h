@@ -1,9 +1,11 @@
 // What the host (skeleton program) and the GraphRunner share for one step, and the FIFO of
 // messages from host to runner: path choices, loop conditions, feeds/validations, step markers.
 #pragma once
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -55,20 +57,14 @@ class SpinLock {
 class Channel;
 
 // One position's outputs in a co-executed step. Slots are pooled per step (chunks of kChunk), so
-// an op call allocates no cell and no control block the runner would also touch.
-struct CellSlot {
-  ValueCell cell;
-  // The host's SkelPendings of this position, plus one while the host makes them. Incremented
-  // only while already positive; the decrement that reaches 0 kills the slot (StepState::host_drop).
-  std::atomic<uint32_t> refs{0};
-  // Guarded by StepState::cells_mu. RunnerFirst: stored before the host got there (kept for it);
-  // Host: the host's placeholders may read it; Dead: every placeholder died (never read again).
+// an op call allocates no cell and no control block the runner would also touch. Each slot has its
+// own lock on its own cache line: the host making position p's placeholders and the runner storing
+// position p-1's values never wait on each other or move a shared line between the cores.
+struct alignas(64) CellSlot {
+  SpinLock mu;  // guards cell, state and dead_outs
+  // RunnerFirst: stored before the host got there (kept for it); Host: the host's placeholders
+  // may read it; Dead: every placeholder died (never read again).
   enum State : uint8_t { Untouched, RunnerFirst, Host, Dead } state = Untouched;
-  // Guarded by cells_mu: outputs (below 32) whose placeholder died while others of the position
-  // live. The runner does not keep them: a parameter's gradient the host holds must not keep
-  // BatchNorm's input gradient beside it (StepState::host_release_out).
-  uint32_t dead_outs = 0;
-  uint64_t pos = 0;  // the position (set by host_cell)
   // Host-only before its placeholders exist: every output got a placeholder (not the runner's
   // values handed over, not an in-place write's targets), so their deaths are the program's last
   // handles to these values (StepState::ring_drops).
@@ -76,7 +72,17 @@ struct CellSlot {
   // A placeholder took the runner's value into a host tensor (a fetch): that tensor names the
   // value as the placeholder did, so its death no longer tells anything.
   std::atomic<bool> pinned{false};
+  // The host's SkelPendings of this position, plus one while the host makes them. Incremented
+  // only while already positive; the decrement that reaches 0 kills the slot (StepState::host_drop).
+  std::atomic<uint32_t> refs{0};
+  ValueCell cell;
+  // Outputs (below 32) whose placeholder died while others of the position live. The runner does
+  // not keep them: a parameter's gradient the host holds must not keep BatchNorm's input gradient
+  // beside it (StepState::host_release_out).
+  uint32_t dead_outs = 0;
+  uint64_t pos = 0;  // the position (set by host_cell)
 };
+static_assert(sizeof(CellSlot) == 64, "one slot, one cache line");
 
 // A value of the runner's ring the program holds no handle to any more: output `out` (or every
 // output, Release::kAllOutputs) of position `pos`. Every op that reads it was validated before its
@@ -92,7 +98,9 @@ struct StepState {
   std::shared_ptr<const graph::SymbolicGraph> graph;
   std::mutex mu;
   std::condition_variable cv;
-  SpinLock cells_mu;  // guards the slots' states and values, dead_, and (with mu) error/error_pos
+  // Guards what the host hands the runner to free (dead_, dead_values_, ring_drops_, host_frees_)
+  // and the growth of the slot directory; a slot's own state has its own lock (CellSlot::mu).
+  SpinLock lists_mu;
   // The runner writes `done` after every op and the host writes `host_pos` after every call: each
   // on its own cache line, so neither store takes the line from the other core's reads.
   alignas(64) std::atomic<uint64_t> done{0};       // op instances the runner finished
@@ -105,8 +113,9 @@ struct StepState {
   std::shared_ptr<std::atomic<int>> host_waiting;  // the runner's count of blocked host threads
   // Written under mu (waits on cv read it there); atomic so a polling wait may read it without mu.
   std::atomic<bool> finished{false};
-  std::exception_ptr error;                        // guarded by mu
-  uint64_t error_pos = 0;                          // position of the op that failed (guarded by mu)
+  // The op that failed and its position: written once, under mu, by runner_fail.
+  std::exception_ptr error;
+  uint64_t error_pos = 0;
   const trace::TraceGraph* tg = nullptr;  // names the failed op's call site (unchanged while steps run)
   // Host-only: the host is done with this step (ended, aborted or fell back) after validating
   // `validated` ops, and whether the step's error already reached the program.
@@ -153,6 +162,13 @@ struct StepState {
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
+  // Hands the runner the drops the host thread batched (a no-op on other threads) (also done every kHostBatch drops, when
+  // the host waits, at the step's end and at host_reclaim).
+  void flush_host_drops() {
+    if ((!host_ring_.empty() || !host_dead_.empty() || !host_dead_values_.empty()) && on_host_thread())
+      flush_host_drops_slow();
+  }
+  static constexpr size_t kHostBatch = 8;
 
   StepState() { live_.fetch_add(1, std::memory_order_relaxed); }
   // Step states alive in the process (tests: a kept placeholder must not keep its step's state).
@@ -163,21 +179,55 @@ struct StepState {
 
  private:
   static constexpr uint64_t kChunk = 256;
-  CellSlot& slot(uint64_t p);  // under cells_mu; makes the chunk
+  // Position p's slot; makes the chunks up to it. Lock-free once the chunk exists: the directory
+  // below is written only under lists_mu, before nchunks_ grows past the entry (release).
+  CellSlot& slot(uint64_t p) {
+    const uint64_t c = p / kChunk;
+    if (c < nchunks_.load(std::memory_order_acquire)) return chunk(c)[p % kChunk];
+    return grow(p);
+  }
+  CellSlot& grow(uint64_t p);
+  // The directory: chunk c lives in page k = floor(log2(c / kPage0 + 1)), which holds
+  // kPage0 << k chunks; page 0 is inline (steps of up to kPage0 * kChunk ops allocate none).
+  static constexpr uint64_t kPage0 = 16;
+  static constexpr int kPages = 40;
+  CellSlot* chunk(uint64_t c) const {
+    const int k = int(std::bit_width(c / kPage0 + 1)) - 1;
+    const uint64_t off = c - kPage0 * ((uint64_t(1) << k) - 1);
+    return k == 0 ? page0_[off] : pages_[k][off];
+  }
+  CellSlot* page0_[kPage0] = {};
+  CellSlot** pages_[kPages] = {};
+  std::atomic<uint64_t> nchunks_{0};
+  // runner_fail stored error/error_pos (release): host_cell reads them without mu from then on.
+  std::atomic<bool> failed_{false};
+
   void host_drop(CellSlot& s);
   void host_drop_output(CellSlot& s, uint32_t out);
   void free_dead(std::vector<CellSlot*>& dead);
-  std::vector<CellSlot*> chunks_;  // kChunk slots each; slots never move
   // Values of dead slots the runner made: freed by the runner at its next store (malloc frees
   // them on the thread that allocated them, in batches) until host_reclaim.
   std::vector<CellSlot*> dead_;
   std::vector<CellSlot*> runner_dead_;  // the runner's batch being freed (runner only)
   std::vector<Tensor> dead_values_;     // single outputs the same way (host_drop_output)
   std::vector<Tensor> runner_dead_values_;
-  bool host_frees_ = false;
-  void queue_ring_drop(const CellSlot& s, uint32_t out);  // under cells_mu
-  std::vector<RingDrop> ring_drops_;                      // guarded by cells_mu
-  std::atomic<uint32_t> ring_drops_n_{0};                 // its size, read without the lock
+  // Set once the runner is done with the step (host_reclaim, under lists_mu); the host thread
+  // reads it without the lock (a stale false only sends a drop through the batch).
+  std::atomic<bool> host_frees_{false};
+  std::vector<RingDrop> ring_drops_;  // guarded by lists_mu
+  // What the runner reads without the lock, on a line the host writes only when it hands over a
+  // batch: the ring drops queued and the dead slots and values waiting for it.
+  alignas(64) std::atomic<uint32_t> ring_drops_n_{0};
+  std::atomic<uint32_t> dead_n_{0};
+  // The host thread's drops, handed over in batches (flush_host_drops): a placeholder dies on
+  // nearly every op call, and taking lists_mu for each moved its line between the cores.
+  alignas(64) const pthread_t host_thread_ = pthread_self();
+  std::vector<RingDrop> host_ring_;
+  std::vector<CellSlot*> host_dead_;
+  std::vector<Tensor> host_dead_values_;
+  void queue_ring_drop(std::vector<RingDrop>& to, const CellSlot& s, uint32_t out);
+  bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
+  void flush_host_drops_slow();
   static inline std::atomic<int64_t> live_{0};
 };
 

@@ -24,6 +24,7 @@ static thread_local double t_stall = 0;
 // Waits until the runner has finished `n` ops of the step (or the step ended without them).
 static void wait_step(StepState& st, uint64_t n) {
   if (st.done.load() >= n) return;
+  st.flush_host_drops();  // the runner may free what the host dropped while it waits
   auto t = Clock::now();
   HostWaiting blocked(st.host_waiting.get());
   // Say so first: a runner holding validated ops of a fused segment runs them now, and the runner
@@ -833,6 +834,7 @@ void CoExecSession::end_step() {
     Message m;
     m.kind = Message::StepEnd;
     runner_->channel().push(std::move(m));
+    st_->flush_host_drops();
   } else {
     finish_trace();
   }
