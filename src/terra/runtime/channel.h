@@ -162,10 +162,10 @@ struct StepState {
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
-  // Hands the runner the drops the host thread batched (a no-op on other threads) (also done every kHostBatch drops, when
-  // the host waits, at the step's end and at host_reclaim).
+  // Host thread: hands the runner the drops it batched. Also done every kHostBatch drops, when
+  // the host waits, at the step's end and at host_reclaim; a no-op on any other thread.
   void flush_host_drops() {
-    if ((!host_ring_.empty() || !host_dead_.empty() || !host_dead_values_.empty()) && on_host_thread())
+    if (on_host_thread() && (!host_ring_.empty() || !host_dead_.empty() || !host_dead_values_.empty()))
       flush_host_drops_slow();
   }
   static constexpr size_t kHostBatch = 8;
