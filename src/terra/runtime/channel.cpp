@@ -92,32 +92,29 @@ CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   return &s;
 }
 
-void StepState::queue_ring_drop(std::vector<RingDrop>& to, const CellSlot& s, uint32_t out) {
-  if (!s.tracked || s.pinned.load(std::memory_order_acquire)) return;
+bool StepState::ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const {
+  if (!s.tracked || s.pinned.load(std::memory_order_acquire)) return false;
   // +1: a handle may die inside the call that reads it, before that call counts as validated.
-  to.push_back({s.pos, out, host_pos.load(std::memory_order_acquire) + 1});
+  d = {s.pos, out, host_pos.load(std::memory_order_acquire) + 1};
+  return true;
+}
+
+bool StepState::hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values) {
+  std::lock_guard<SpinLock> g(lists_mu);
+  if (host_frees_.load(std::memory_order_relaxed)) return false;
+  ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
+  dead_.insert(dead_.end(), dead.begin(), dead.end());
+  for (Tensor& v : values) dead_values_.push_back(std::move(v));
+  ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+  dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
+  return true;
 }
 
 void StepState::flush_host_drops_slow() {
-  std::vector<CellSlot*> free_here;
-  {
-    std::lock_guard<SpinLock> g(lists_mu);
-    if (host_frees_) {  // the runner is done with the step: nothing to hand it
-      free_here.swap(host_dead_);
-      host_dead_values_.clear();
-      host_ring_.clear();
-    } else {
-      ring_drops_.insert(ring_drops_.end(), host_ring_.begin(), host_ring_.end());
-      dead_.insert(dead_.end(), host_dead_.begin(), host_dead_.end());
-      for (Tensor& v : host_dead_values_) dead_values_.push_back(std::move(v));
-      host_ring_.clear();
-      host_dead_.clear();
-      host_dead_values_.clear();
-      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
-      dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
-    }
-  }
-  free_dead(free_here);
+  if (!hand_over(host_ring_, host_dead_, host_dead_values_)) free_dead(host_dead_);  // the runner is done: freed here
+  host_ring_.clear();
+  host_dead_.clear();
+  host_dead_values_.clear();
 }
 
 void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
@@ -134,29 +131,17 @@ void StepState::host_drop(CellSlot& s) {
     s.state = CellSlot::Dead;  // the runner stores nothing here from now on
     has_values = !s.cell.values.empty();
   }
-  if (on_host_thread()) {
-    if (host_frees_.load(std::memory_order_relaxed)) {
-      if (has_values) s.cell.values.clear();  // dead, and the runner is done with the step
-      return;
-    }
-    queue_ring_drop(host_ring_, s, graph::Release::kAllOutputs);
+  RingDrop d;
+  const bool ring = ring_drop(s, graph::Release::kAllOutputs, d);
+  if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
+    if (ring) host_ring_.push_back(d);
     if (has_values) host_dead_.push_back(&s);
-    if (host_ring_.size() + host_dead_.size() >= kHostBatch) flush_host_drops_slow();
+    if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
-  {
-    std::lock_guard<SpinLock> g(lists_mu);
-    if (!host_frees_) {
-      queue_ring_drop(ring_drops_, s, graph::Release::kAllOutputs);
-      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
-      if (has_values) {
-        dead_.push_back(&s);
-        dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
-      }
-      return;
-    }
-  }
-  if (has_values) s.cell.values.clear();  // outside the lock: dead, and the runner is done with the step
+  CellSlot* dead = &s;
+  if (!hand_over({&d, ring}, {&dead, has_values}, {}) && has_values)
+    s.cell.values.clear();  // dead, and the runner is done with the step
 }
 
 void StepState::host_drop_output(CellSlot& s, uint32_t out) {
@@ -170,21 +155,15 @@ void StepState::host_drop_output(CellSlot& s, uint32_t out) {
       s.cell.values[out] = Tensor();
     }
   }
-  if (on_host_thread()) {
-    if (host_frees_.load(std::memory_order_relaxed)) return;
-    queue_ring_drop(host_ring_, s, out);
+  RingDrop d;
+  const bool ring = ring_drop(s, out, d);
+  if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
+    if (ring) host_ring_.push_back(d);
     if (v.defined()) host_dead_values_.push_back(std::move(v));  // the runner frees it (as dead_)
-    if (host_ring_.size() + host_dead_.size() + host_dead_values_.size() >= kHostBatch) flush_host_drops_slow();
+    if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
-  std::lock_guard<SpinLock> g(lists_mu);
-  if (host_frees_) return;
-  queue_ring_drop(ring_drops_, s, out);
-  ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
-  if (v.defined()) {
-    dead_values_.push_back(std::move(v));
-    dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
-  }
+  hand_over({&d, ring}, {}, {&v, v.defined()});  // (if it did not, v dies here)
 }
 
 void StepState::free_dead(std::vector<CellSlot*>& dead) {

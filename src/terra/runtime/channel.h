@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -162,10 +163,11 @@ struct StepState {
   // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
   // position and later ones carry the error (so do cells the host creates for them later).
   void runner_fail(uint64_t pos, std::exception_ptr err);
-  // Host thread: hands the runner the drops it batched. Also done every kHostBatch drops, when
-  // the host waits, at the step's end and at host_reclaim; a no-op on any other thread.
+  // Host thread: hands the runner the drops it batched. Also done once kHostBatch entries wait
+  // (ring drops, dead slots, dead values), when the host waits, at the step's end and at
+  // host_reclaim; a no-op on any other thread.
   void flush_host_drops() {
-    if (on_host_thread() && (!host_ring_.empty() || !host_dead_.empty() || !host_dead_values_.empty()))
+    if (on_host_thread() && host_batched() != 0)
       flush_host_drops_slow();
   }
   static constexpr size_t kHostBatch = 8;
@@ -225,7 +227,12 @@ struct StepState {
   std::vector<RingDrop> host_ring_;
   std::vector<CellSlot*> host_dead_;
   std::vector<Tensor> host_dead_values_;
-  void queue_ring_drop(std::vector<RingDrop>& to, const CellSlot& s, uint32_t out);
+  // Whether the death of s's output `out` (or all of them) is a ring drop, and which (d).
+  bool ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const;
+  // Gives the runner these drops under lists_mu; false once it is done with the step (host_frees_):
+  // the caller frees the values where they dropped.
+  bool hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values);
+  size_t host_batched() const { return host_ring_.size() + host_dead_.size() + host_dead_values_.size(); }
   bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
   void flush_host_drops_slow();
   static inline std::atomic<int64_t> live_{0};
