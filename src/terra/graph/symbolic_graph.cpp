@@ -1,11 +1,12 @@
 #include "terra/graph/symbolic_graph.h"
 
+#include "terra/core/small_vector.h"
+
 #include <atomic>
 
 #include <algorithm>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace terra::graph {
 namespace {
@@ -14,13 +15,14 @@ using trace::Node;
 using trace::Source;
 
 struct Gen {
+  Gen(const trace::TraceGraph& t, SymbolicGraph& s) : tg(t), g(s) {}
   const trace::TraceGraph& tg;
   SymbolicGraph& g;
   // consumers[n]: every input that may read an output of node n
   struct Reader {
     uint32_t node, age, out;
   };
-  std::unordered_map<uint32_t, std::vector<Reader>> consumers;
+  std::vector<std::vector<Reader>> consumers;  // by node id (sized in generate)
 
   OpNode make_op(const Node* n) {
     OpNode o;
@@ -60,35 +62,47 @@ struct Gen {
     return o;
   }
 
-  // Dominance of `v` over the region's end: every path from start to end passes through v.
-  static bool dominates_end(const trace::Region& r, const Node* v) {
-    std::vector<const Node*> stack{r.start};
-    std::unordered_set<const Node*> seen{r.start};
+  // Dominance of `v` over the region's end: every path from start to end passes through v. Over
+  // the region's local numbering (succ), with scratch vectors: called once per switch.
+  static bool dominates_end(const std::vector<std::vector<uint32_t>>& succ, uint32_t start, uint32_t end, uint32_t v,
+                            std::vector<uint32_t>& stack, std::vector<char>& seen) {
+    seen.assign(succ.size(), 0);
+    stack.assign(1, start);
+    seen[start] = 1;
     while (!stack.empty()) {
-      const Node* x = stack.back();
+      const uint32_t x = stack.back();
       stack.pop_back();
-      if (x == r.end) return false;
-      for (const Node* s : x->succ)
-        if (s != v && seen.insert(s).second) stack.push_back(s);
+      if (x == end) return false;
+      for (uint32_t s : succ[x])
+        if (s != v && !seen[s]) {
+          seen[s] = 1;
+          stack.push_back(s);
+        }
     }
     return true;
   }
+
+  std::vector<uint32_t> local;  // region()'s numbering
 
   std::unique_ptr<Region> region(const trace::Region& r) {
     auto out = std::make_unique<Region>();
     uint32_t key = r.owner ? r.owner->id : SymbolicGraph::kRootRegion;
     g.region_switches[key];  // every region has a list, possibly empty
-    // Local numbering for the case assignment.
-    std::unordered_map<const Node*, uint32_t> local;
+    // Local numbering for the case assignment (`local`, by node id, is read only here: the
+    // regions of loops below reuse it).
+    if (local.size() < tg.num_nodes()) local.resize(tg.num_nodes());
     std::vector<const Node*> by_local;
     for (auto& n : r.nodes) {
-      local[n.get()] = uint32_t(by_local.size());
+      local[n->id] = uint32_t(by_local.size());
       by_local.push_back(n.get());
     }
     std::vector<std::vector<uint32_t>> succ(by_local.size());
     for (auto& n : r.nodes)
-      for (const Node* s : n->succ) succ[local[n.get()]].push_back(local[s]);
-    auto specs = assign_cases(succ, local[r.start], local[r.end]);
+      for (const Node* s : n->succ) succ[local[n->id]].push_back(local[s->id]);
+    const uint32_t start = local[r.start->id], end = local[r.end->id];
+    auto specs = assign_cases(succ, start, end);
+    std::vector<uint32_t> stack;
+    std::vector<char> seen;
     for (auto& spec : specs) {
       Switch sw;
       sw.id = g.num_switches++;
@@ -110,8 +124,9 @@ struct Gen {
         }
         sw.cases.push_back(std::move(c));
       }
-      sw.needs_select = sw.cases.size() > 1 ||
-                        (!sw.cases[0].block.empty() && !dominates_end(r, by_local[spec[0].block[0]]));
+      sw.needs_select = sw.cases.size() > 1 || (!sw.cases[0].block.empty() &&
+                                                 !dominates_end(succ, start, end, spec[0].block[0],
+                                                                stack, seen));
       for (size_t k = 0; k < sw.cases.size(); ++k)
         for (auto& e : sw.cases[k].control_edges)
           g.choices[SymbolicGraph::edge_key(e.first, e.second)].push_back({sw.id, uint32_t(k)});
@@ -154,15 +169,23 @@ struct Gen {
   //   the last of those switches ran, whichever case it took.
   // Per output: a gradient op's big output may die in the block while a small one (a parameter's
   // gradient) is read by later iterations or after the loop.
+  struct DiesAt {
+    bool after_switch;  // pos is a switch of the region; else an item of the block
+    size_t pos;
+    bool operator==(const DiesAt&) const = default;
+  };
+
   void plan_release(Region& r) {
-    std::unordered_map<uint32_t, Place> where;
+    // Each op node appears once in the graph: a sorted list is the region's map from node to place.
+    std::vector<std::pair<uint32_t, Place>> where;
     for (size_t s = 0; s < r.switches.size(); ++s)
       for (size_t ci = 0; ci < r.switches[s].cases.size(); ++ci) {
         const auto& block = r.switches[s].cases[ci].block;
         for (size_t i = 0; i < block.size(); ++i)
-          if (!block[i].is_loop) where[block[i].op.node] = {s, ci, i};
+          if (!block[i].is_loop) where.push_back({block[i].op.node, {s, ci, i}});
           else index_nested(*block[i].body, {s, ci, i}, where);
       }
+    std::sort(where.begin(), where.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t s = 0; s < r.switches.size(); ++s)
       for (size_t ci = 0; ci < r.switches[s].cases.size(); ++ci) {
         auto& block = r.switches[s].cases[ci].block;
@@ -173,33 +196,34 @@ struct Gen {
             continue;
           }
           if (it.op.fetched) continue;
-          // Per output, where it dies: (false, item) in the block, (true, switch) after a later switch.
+          // Per output, where it dies: after an item of the block, or after a later switch.
           const uint32_t n_out = std::max<uint32_t>(it.op.num_outputs, 1);
-          std::vector<std::pair<bool, size_t>> at(n_out, {false, i});
-          std::vector<bool> ok(n_out, true);
+          SmallVector<DiesAt, 4> at(n_out, DiesAt{false, i});
+          SmallVector<bool, 4> ok(n_out, true);
           for (const Reader& rd : consumers[it.op.node]) {
             const uint32_t o = rd.out < n_out ? rd.out : 0;
-            auto p = where.find(rd.node);
-            if (rd.age != 0 || p == where.end()) {
+            auto p = std::lower_bound(where.begin(), where.end(), rd.node,
+                                      [](const auto& e, uint32_t node) { return e.first < node; });
+            if (rd.age != 0 || p == where.end() || p->first != rd.node) {
               ok[o] = false;
               continue;
             }
             const Place& q = p->second;
             if (q.sw == s && q.c == ci && q.item > i) {
-              if (!at[o].first) at[o].second = std::max(at[o].second, q.item);
+              if (!at[o].after_switch) at[o].pos = std::max(at[o].pos, q.item);
             } else if (q.sw > s) {
-              at[o] = {true, at[o].first ? std::max(at[o].second, q.sw) : q.sw};
+              at[o] = {true, at[o].after_switch ? std::max(at[o].pos, q.sw) : q.sw};
             } else {
               ok[o] = false;
             }
           }
-          auto release = [&](std::pair<bool, size_t> where_, uint32_t out) {
+          auto release = [&](DiesAt where_, uint32_t out) {
             const Release rel{it.op.node, out};
-            if (where_.first) {
-              r.switches[where_.second].release_after.push_back(rel);
+            if (where_.after_switch) {
+              r.switches[where_.pos].release_after.push_back(rel);
               return;
             }
-            Item& x = block[where_.second];
+            Item& x = block[where_.pos];
             (x.is_loop ? x.release_after_loop : x.op.release_after).push_back(rel);
           };
           bool all_same = true;
@@ -215,12 +239,12 @@ struct Gen {
   }
 
   // Every op node inside `r` (at any depth) is placed at `p`, its outermost loop's place.
-  static void index_nested(const Region& r, Place p, std::unordered_map<uint32_t, Place>& where) {
+  static void index_nested(const Region& r, Place p, std::vector<std::pair<uint32_t, Place>>& where) {
     for (auto& sw : r.switches)
       for (auto& c : sw.cases)
         for (auto& it : c.block)
           if (it.is_loop) index_nested(*it.body, p, where);
-          else where[it.op.node] = p;
+          else where.push_back({it.op.node, p});
   }
 
   void index_ops(const Region& r) {
@@ -231,6 +255,10 @@ struct Gen {
           else g.op_of[it.op.node] = &it.op;
   }
 
+  std::vector<uint32_t> seen_at;  // control_deps' walks
+  std::vector<const Node*> walk_stack;
+  uint32_t walks = 0;
+
   void control_deps(const trace::Region& r) {
     for (auto& n : r.nodes) {
       if (n->kind == Node::Loop) control_deps(*n->body);
@@ -239,16 +267,22 @@ struct Gen {
       for (auto& set : n->sources)
         for (auto& s : set) feed |= s.kind == Source::External;
       if (!feed) continue;
-      // every fetch point that precedes this feed in the region's order
-      std::vector<const Node*> stack(n->pred.begin(), n->pred.end());
-      std::unordered_set<const Node*> seen(stack.begin(), stack.end());
-      while (!stack.empty()) {
-        const Node* x = stack.back();
-        stack.pop_back();
+      // every fetch point that precedes this feed in the region's order (a walk per feed: marks
+      // by node id, stamped per walk, not a hash set)
+      if (seen_at.size() < tg.num_nodes()) seen_at.resize(tg.num_nodes(), 0);
+      const uint32_t walk = ++walks;
+      walk_stack.assign(n->pred.begin(), n->pred.end());
+      for (const Node* p : walk_stack) seen_at[p->id] = walk;
+      while (!walk_stack.empty()) {
+        const Node* x = walk_stack.back();
+        walk_stack.pop_back();
         if (x->kind == Node::OpCall && std::find(x->fetched.begin(), x->fetched.end(), true) != x->fetched.end())
           g.control_deps.push_back({x->id, n->id});
         for (const Node* p : x->pred)
-          if (seen.insert(p).second) stack.push_back(p);
+          if (seen_at[p->id] != walk) {
+            seen_at[p->id] = walk;
+            walk_stack.push_back(p);
+          }
       }
     }
   }
@@ -300,7 +334,8 @@ SymbolicGraph generate(const trace::TraceGraph& tg) {
   g.max_age.assign(tg.num_nodes(), 0);
   g.needs_message.assign(tg.num_nodes(), 0);
   g.phi_predicted.assign(tg.num_nodes(), 0);
-  Gen gen{tg, g, {}};
+  Gen gen(tg, g);
+  gen.consumers.resize(tg.num_nodes());
   gen.collect_consumers(tg.root());
   g.root = std::move(*gen.region(tg.root()));
   gen.plan_release(g.root);

@@ -371,12 +371,13 @@ bool add_source(Node& n, size_t input, const Source& s, const std::shared_ptr<Te
 
 bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized) {
   bool changed = empty(), structural = changed;
-  auto note = [&](bool ch, const std::string& what, bool generalizes = false) {
-    if (ch && why && why->empty()) *why = what;
+  // The message is built only for the first change: merge calls this per input of every record.
+  auto note = [&](bool ch, auto&& what, bool generalizes = false) {
+    if (ch && why && why->empty()) *why = what();
     changed |= ch;
     structural |= ch && !generalizes;
   };
-  if (changed) note(true, "first trace");
+  if (changed) note(true, [] { return std::string("first trace"); });
   Cursor c(*this, false);
   std::vector<uint32_t> rec_node(t.records.size()), rec_exec(t.records.size());
   std::vector<Cursor::Event> ev;
@@ -384,7 +385,7 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
     for (auto& e : ev)
       if (e.kind == Cursor::Event::LoopExit)
         note(const_cast<Node*>(e.to)->trip_counts.insert(e.iteration).second,
-             "new trip count " + std::to_string(e.iteration) + " of loop " + std::to_string(e.to->id));
+             [&] { return "new trip count " + std::to_string(e.iteration) + " of loop " + std::to_string(e.to->id); });
     ev.clear();
   };
   for (size_t i = 0; i < t.records.size(); ++i) {
@@ -394,10 +395,13 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
     note_exits();
     if (n && (varied & ~n->symbolic_attrs)) {
       n->symbolic_attrs |= varied;
-      note(true,
-           "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " + r.attrs.str() +
-               "): " + n->symbolic_str() + " taken per call",
-           true);
+      note(
+          true,
+          [&] {
+            return "attributes of node " + std::to_string(n->id) + " vary (" + n->attrs.str() + " vs " +
+                   r.attrs.str() + "): " + n->symbolic_str() + " taken per call";
+          },
+          true);
       // The other nodes of this call site (its paths, its loop iterations) take the same attributes
       // per call too: what varied at one of them will vary at the others, each a fallback otherwise.
       for (Node* m : nodes_)
@@ -407,7 +411,7 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
     if (!n) {
       bool ch = false;
       n = extend(c, r, ch);
-      note(ch, std::string("new call ") + r.op->name + " at record " + std::to_string(i));
+      note(ch, [&] { return std::string("new call ") + r.op->name + " at record " + std::to_string(i); });
     }
     rec_node[i] = n->id;
     rec_exec[i] = c.exec_count()[n->id] - 1;
@@ -417,12 +421,17 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
       bool added = add_source(*n, k, s, r.inputs[k].tensor);
       // An input that was one tensor and is now fed generalizes the node; a new producer does not.
       bool fed = had && n->sources[k].size() == 1 && n->sources[k][0].kind == Source::External;
-      note(added, "new source " + s.str() + " for input " + std::to_string(k) + " of node " + std::to_string(n->id), fed);
+      note(
+          added,
+          [&] {
+            return "new source " + s.str() + " for input " + std::to_string(k) + " of node " + std::to_string(n->id);
+          },
+          fed);
     }
     for (size_t k = 0; k < r.fetched.size(); ++k)
       if (r.fetched[k] && !n->fetched[k]) {
         n->fetched[k] = true;
-        note(true, "new fetch point at node " + std::to_string(n->id));
+        note(true, [&] { return "new fetch point at node " + std::to_string(n->id); });
       }
   }
   // End of the step: close open loops and take an edge to end.
@@ -430,15 +439,15 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
     Cursor::Frame& f = c.frames_.back();
     if (!f.cur->has_succ(f.region->end)) {
       link(f.cur, f.region->end);
-      note(true, "new loop exit");
+      note(true, [] { return std::string("new loop exit"); });
     }
-    note(f.region->owner->trip_counts.insert(f.iteration).second, "new trip count at step end");
+    note(f.region->owner->trip_counts.insert(f.iteration).second, [] { return std::string("new trip count at step end"); });
     c.frames_.pop_back();
   }
   Cursor::Frame& f = c.frames_.back();
   if (!f.cur->has_succ(f.region->end)) {
     link(f.cur, f.region->end);
-    note(true, "new end of step");
+    note(true, [] { return std::string("new end of step"); });
   }
   if (only_generalized) *only_generalized = changed && !structural;
   return changed;
