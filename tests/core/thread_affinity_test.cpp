@@ -1,5 +1,6 @@
 // Thread placement (core/threads.h): pool workers on one CPU each, GraphRunners on the CPUs no
-// worker takes, the user's threads never moved; switched off, nothing is pinned.
+// worker takes, the user's threads never moved; switched off, nothing is pinned. While a
+// co-executing host runs kernels itself, workers give up their CPUs.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -8,6 +9,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <terra/terra.h>
 
 #include "terra/backend/cpu/parallel.h"
 #include "terra/core/threads.h"
@@ -56,6 +59,24 @@ std::vector<std::vector<int>> worker_cpus() {
   return seen;
 }
 
+// As worker_cpus, without restarting the pool: the CPU set a running worker has at its next loop.
+std::vector<std::vector<int>> running_worker_cpus() {
+  const std::thread::id me = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<std::vector<int>> seen;
+  for (int round = 0; round < 50 && seen.empty(); ++round) {
+    std::atomic<int> arrived{0};
+    cpu::parallel_for(2, 1, [&](int64_t, int64_t) {
+      arrived.fetch_add(1);
+      for (int i = 0; i < 200000 && arrived.load() < 2; ++i) std::this_thread::yield();
+      if (std::this_thread::get_id() == me) return;
+      std::lock_guard<std::mutex> g(mu);
+      seen.push_back(my_cpus());
+    });
+  }
+  return seen;
+}
+
 std::vector<int> runner_cpus() {
   std::vector<int> cpus;
   std::thread([&] {
@@ -75,6 +96,66 @@ TEST(ThreadAffinity, WorkersOnOneCpuEachRunnersOnTheOthers) {
   EXPECT_EQ(w[0], std::vector<int>{all[0]});
   EXPECT_EQ(runner_cpus(), std::vector<int>(all.begin() + 1, all.end()));
   EXPECT_EQ(my_cpus(), all);  // the calling (user's) thread is left alone
+}
+
+// A co-executing host that runs kernels itself (CoExecSession::host_runs_kernels) unpins the
+// workers; they take their own CPU again once every such host is back.
+TEST(ThreadAffinity, WorkersGiveUpTheirCpuWhileAHostRunsKernels) {
+  const std::vector<int> all = my_cpus();
+  if (all.size() < 2) GTEST_SKIP() << "placement needs 2 CPUs, this process may use " << all.size();
+  Restore r;
+  set_thread_affinity(true);
+  std::vector<std::vector<int>> w = worker_cpus();
+  ASSERT_FALSE(w.empty()) << "the worker never took a chunk";
+  ASSERT_EQ(w[0], std::vector<int>{all[0]});
+  unpin_workers(true);
+  unpin_workers(true);  // two hosts tracing at once
+  w = running_worker_cpus();
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], all);
+  unpin_workers(false);  // one of them co-executes again: the other still runs kernels
+  w = running_worker_cpus();
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], all);
+  unpin_workers(false);
+  w = running_worker_cpus();
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], std::vector<int>{all[0]});
+  EXPECT_EQ(my_cpus(), all);
+}
+
+// In a program: while its host traces (the first step, a fallback's rest), a co-execution
+// engine's workers are unpinned; while it co-executes, the worker is on its own CPU.
+TEST(ThreadAffinity, CoExecutionUnpinsWorkersOnlyWhileTheHostTraces) {
+  const std::vector<int> all = my_cpus();
+  if (all.size() < 2) GTEST_SKIP() << "placement needs 2 CPUs, this process may use " << all.size();
+  Restore r;
+  set_thread_affinity(true);
+  ASSERT_FALSE(worker_cpus().empty());  // the pool restarted with 1 worker, pinned
+  const std::vector<int> pinned{all[0]};
+  Tensor a = full({4}, 1.5f);
+  std::vector<std::vector<int>> traced, coexec, fell_back;
+  std::vector<float> losses;
+  {
+    Engine engine(Mode::CoExecution);
+    for (int it = 0; it < 4; ++it) {
+      auto step = engine.step();
+      Tensor y = (a + 1.0f) * 2.0f;
+      if (it == 3) y = y - 0.5f;  // a new path: the host falls back here and traces the rest
+      auto w = running_worker_cpus();
+      ASSERT_FALSE(w.empty());
+      (it == 0 ? traced : it == 3 ? fell_back : coexec).push_back(w[0]);
+      losses.push_back(y.sum().item<float>());
+    }
+    EXPECT_EQ(engine.stats().fallbacks, 1);
+  }
+  EXPECT_EQ(traced[0], all);
+  for (const auto& c : coexec) EXPECT_EQ(c, pinned);
+  EXPECT_EQ(fell_back[0], all);
+  auto w = running_worker_cpus();  // the engine is gone: the worker takes its CPU again
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], pinned);
+  EXPECT_EQ(losses, (std::vector<float>{20.0f, 20.0f, 20.0f, 18.0f}));
 }
 
 TEST(ThreadAffinity, OffPinsNothing) {

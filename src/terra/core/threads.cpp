@@ -76,6 +76,8 @@ void leave_core_to_host(const std::atomic<int>* host_waiting) { t_host_waiting =
 
 namespace {
 std::atomic<bool> g_affinity{true};
+std::atomic<int> g_unpinned{0};            // hosts running kernels beside a sleeping runner
+std::atomic<uint32_t> g_placement_gen{0};  // bumped at each change of g_unpinned
 
 // Workers the pool has at the current thread count: one CPU each while more CPUs than that remain.
 int placed_workers() {
@@ -97,10 +99,23 @@ bool thread_affinity() { return g_affinity.load(std::memory_order_relaxed); }
 
 // Unplaced threads get every allowed CPU: one started from a pinned runner (a pool resize there)
 // would otherwise keep the runner's CPUs.
-void place_worker_thread(int k) {
+uint32_t place_worker_thread(int k) {
+  const uint32_t gen = g_placement_gen.load(std::memory_order_acquire);
   const std::vector<int>& cpus = allowed_cpus();
-  if (!thread_affinity() || k < 0 || k >= placed_workers()) pin(cpus);
+  if (!thread_affinity() || k < 0 || k >= placed_workers() || g_unpinned.load(std::memory_order_relaxed) > 0) pin(cpus);
   else pin({cpus[size_t(k)]});
+  return gen;
+}
+
+void unpin_workers(bool on) {
+  g_unpinned.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
+  g_placement_gen.fetch_add(1, std::memory_order_release);
+}
+
+bool refresh_worker_placement(int k, uint32_t& seen) {
+  if (g_placement_gen.load(std::memory_order_acquire) == seen) return false;
+  seen = place_worker_thread(k);
+  return true;
 }
 
 void place_runner_thread() {

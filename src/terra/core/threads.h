@@ -2,6 +2,7 @@
 // (terra's intra-op pool and the oneDNN calls it splits). See README "Threads".
 #pragma once
 #include <atomic>
+#include <cstdint>
 
 namespace terra {
 
@@ -32,8 +33,20 @@ void leave_core_to_host(const std::atomic<int>* host_waiting);
 // pinned. Takes effect for threads started afterwards (the pool's workers start at its next resize).
 void set_thread_affinity(bool on);
 bool thread_affinity();
-// Called by a thread as it starts: pool worker `k` (0-based), or a GraphRunner.
-void place_worker_thread(int k);
+// Called by a thread as it starts: pool worker `k` (0-based; returns the placement generation it
+// applied, for refresh_worker_placement), or a GraphRunner.
+uint32_t place_worker_thread(int k);
 void place_runner_thread();
+
+// A co-executing host that runs kernels itself (it traces a step: a fallback, a new path) while its
+// GraphRunner sleeps: pool workers give up their CPUs until every such host co-executes again.
+// Pinned apart from the runner, the only worker of a 2-CPU machine shares a core with the host
+// (the scheduler put the host beside it while the runner held the other core), and the host's
+// kernels then ran at half speed; unpinned, the worker wakes on the idle core. Counted per call:
+// each unpin_workers(true) is undone by one unpin_workers(false).
+void unpin_workers(bool on);
+// A worker's placement to apply when `seen` lags behind (it was unpinned or pinned again since):
+// true once, after place_worker_thread(k) ran again for the current state.
+bool refresh_worker_placement(int k, uint32_t& seen);
 
 }  // namespace terra

@@ -362,7 +362,8 @@ void Channel::wait_slow(const std::function<bool()>& ready) {
   // (time passes while preempted), with a wall-clock cap for long idle periods.
   constexpr int kRounds = 256;
   for (int round = 0; !ready(); ++round) {
-    if (round < kRounds && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2)) {
+    if (round < kRounds && !quiet_.load(std::memory_order_relaxed) &&
+        std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2)) {
       spin_until(ready, 1);
       continue;
     }

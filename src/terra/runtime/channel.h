@@ -330,6 +330,10 @@ class Channel {
     store_before_sleep_check(word, v, light_);
     notify();
   }
+  // Producer: the next message is far off (the host traces a step eagerly): a consumer that runs
+  // out of messages sleeps at once instead of spinning on a core the producer's kernels need.
+  // Cleared by the producer before it sends again.
+  void expect_quiet(bool quiet) { quiet_.store(quiet, std::memory_order_relaxed); }
   // Consumer: blocks until ready() holds (spin, then sleep until commit() or notify()).
   template <class F>
   void wait_until(F&& ready) {
@@ -356,6 +360,7 @@ class Channel {
   alignas(64) std::atomic<uint64_t> pushed_{0};  // written per message by the producer
   std::atomic<uint32_t> wake_{0};
   std::atomic<bool> sleeping_{false};
+  std::atomic<bool> quiet_{false};
   const bool light_;  // producers publish without a full fence; a sleeping consumer fences for them
   // Consumed blocks handed back for reuse. A host running a step or two ahead of the runner has
   // several blocks in flight; keeping one spare made every further block a fresh one whose

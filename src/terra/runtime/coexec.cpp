@@ -239,7 +239,18 @@ CoExecSession::~CoExecSession() {
     g_sessions.erase(std::find(g_sessions.begin(), g_sessions.end(), this));
   }
   close_quietly();
+  host_runs_kernels(false);
   stack_->remove(installed_);
+}
+
+// Tracing, the host runs every kernel while its runner has nothing to do: the runner sleeps at
+// once when it runs dry (no spinning on a core the host's loops need) and pool workers give up
+// their CPUs (core/threads.h, unpin_workers), until the host co-executes again.
+void CoExecSession::host_runs_kernels(bool on) {
+  if (on == host_kernels_) return;
+  host_kernels_ = on;
+  runner_->channel().expect_quiet(on);
+  unpin_workers(on);
 }
 
 void CoExecSession::sync_other_sessions() {
@@ -435,11 +446,13 @@ void CoExecSession::begin_step() {
     Message m;
     m.kind = Message::StepBegin;
     m.step = st_;
+    host_runs_kernels(false);
     runner_->channel().push(std::move(m));
     steps_sent_++;
     install(skeleton_.get());
   } else {
     sync_all();
+    host_runs_kernels(true);
     phase_ = disabled_ ? Phase::Disabled : Phase::Tracing;
     st_.reset();
     install(disabled_ ? static_cast<Executor*>(idle_.get()) : tracing_.get());
@@ -770,6 +783,7 @@ void CoExecSession::fall_back(const std::string& why) {
   auto t = Clock::now();
   runner_->wait_steps_finished(steps_sent_);
   t_stall += since(t);
+  host_runs_kernels(true);
   st_->host_reclaim();
   std::exception_ptr err = st_->error_before(seq_);
   if (err) {

@@ -130,6 +130,8 @@ class CoExecSession {
   std::shared_ptr<StepState> st_;
   uint64_t seq_ = 0;
   bool fell_back_ = false;
+  bool host_kernels_ = false;  // this host runs kernels itself (tracing): its runner sleeps, workers unpinned
+  void host_runs_kernels(bool on);
   std::chrono::steady_clock::time_point t0_;
   double stall0_ = 0;  // host stall accumulated before this step began
   std::string explain_dir_;

@@ -245,18 +245,19 @@ class Pool {
     while (int(threads_.size()) < workers) {
       const int k = int(threads_.size());
       threads_.emplace_back([this, now, k] {
-        place_worker_thread(k);  // one CPU each, apart from the GraphRunners' (core/threads.h)
-        worker(now);
+        const uint32_t placed = place_worker_thread(k);  // one CPU each, apart from the GraphRunners' (core/threads.h)
+        worker(now, k, placed);
       });
     }
   }
 
-  void worker(uint32_t seen) {
+  void worker(uint32_t seen, int k, uint32_t placed) {
     t_in_parallel = true;  // loops inside a chunk run serially on this thread
     for (;;) {
       await_change(epoch_, seen, sleepers_);
       seen = epoch_.load(std::memory_order_acquire);
       if (stop_.load()) return;
+      refresh_worker_placement(k, placed);
       std::shared_ptr<Job> job;
       {
         std::lock_guard<std::mutex> lock(mu_);
