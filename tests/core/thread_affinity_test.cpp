@@ -62,8 +62,8 @@ std::vector<int> running_worker_cpu_set() {
   return w.empty() ? std::vector<int>{} : w[0];
 }
 
-// As running_worker_cpus, after shrinking the pool from 2 workers to 1: a resize restarts its workers, under the
-// current setting.
+// As running_worker_cpus, after shrinking the pool from 2 workers to 1: a resize restarts its
+// workers, under the current setting.
 std::vector<std::vector<int>> worker_cpus() {
   set_num_threads(3);
   cpu::parallel_for(3, 1, [](int64_t, int64_t) {});

@@ -112,10 +112,8 @@ void unpin_workers(bool on) {
   g_placement_gen.fetch_add(1, std::memory_order_release);
 }
 
-bool refresh_worker_placement(int k, uint32_t& seen) {
-  if (g_placement_gen.load(std::memory_order_acquire) == seen) return false;
-  seen = place_worker_thread(k);
-  return true;
+void refresh_worker_placement(int k, uint32_t& seen) {
+  if (g_placement_gen.load(std::memory_order_acquire) != seen) seen = place_worker_thread(k);
 }
 
 void place_runner_thread() {

@@ -45,8 +45,8 @@ void place_runner_thread();
 // kernels then ran at half speed; unpinned, the worker wakes on the idle core. Counted per call:
 // each unpin_workers(true) is undone by one unpin_workers(false).
 void unpin_workers(bool on);
-// A worker's placement to apply when `seen` lags behind (it was unpinned or pinned again since):
-// true once, after place_worker_thread(k) ran again for the current state.
-bool refresh_worker_placement(int k, uint32_t& seen);
+// Pool worker `k` applies its placement again when `seen` (the generation it last applied) lags
+// behind: it was unpinned or pinned again since.
+void refresh_worker_placement(int k, uint32_t& seen);
 
 }  // namespace terra

@@ -245,7 +245,8 @@ class Pool {
     while (int(threads_.size()) < workers) {
       const int k = int(threads_.size());
       threads_.emplace_back([this, now, k] {
-        const uint32_t placed = place_worker_thread(k);  // one CPU each, apart from the GraphRunners' (core/threads.h)
+        // One CPU each, apart from the GraphRunners' (core/threads.h).
+        const uint32_t placed = place_worker_thread(k);
         worker(now, k, placed);
       });
     }
