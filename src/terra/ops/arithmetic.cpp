@@ -2,11 +2,8 @@
 
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
-#include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/tile_loops.h"
-#include "terra/backend/cpu/vector_math.h"
+#include "terra/backend/arithmetic_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/reduce.h"
@@ -34,75 +31,27 @@ TensorMetas infer_inplace(const char* op, std::span<const Tensor> in) {
   return {{in[0].shape(), in[0].dtype()}};
 }
 
-// a / b that never traps: integers truncate and INT64_MIN / -1 wraps to INT64_MIN (what torch's
-// INT64_MIN * -1 and neg give, and numpy's //); a zero divisor was refused before, 0 is a guard.
-template <class T>
-T safe_div(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return b && a;
-  } else if constexpr (std::is_integral_v<T>) {
-    if (b == 0) return 0;
-    if (b == -1) return T(0 - static_cast<std::make_unsigned_t<T>>(a));
-    return a / b;
-  } else {
-    return a / b;
-  }
-}
+#define TERRA_BINARY_INFER(NAME)                                                                         \
+  TensorMetas infer_##NAME(std::span<const Tensor> in, const Attrs&) { return infer_binary(#NAME, in); }  \
+  TensorMetas infer_##NAME##_(std::span<const Tensor> in, const Attrs&) { return infer_inplace(#NAME "_", in); }
 
-template <class F>
-void binary_kernel(const KernelArgs& k, F f) {
-  visit_dtype(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
-                              [&](T a, T b) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a, b)); });
-  });
-}
+TERRA_BINARY_INFER(add)
+TERRA_BINARY_INFER(sub)
+TERRA_BINARY_INFER(mul)
+TERRA_BINARY_INFER(div)
+#undef TERRA_BINARY_INFER
 
-#define TERRA_BINARY(NAME, EXPR)                                                                     \
-  TensorMetas infer_##NAME(std::span<const Tensor> in, const Attrs&) {                   \
-    return infer_binary(#NAME, in);                                                                  \
-  }                                                                                                  \
-  TensorMetas infer_##NAME##_(std::span<const Tensor> in, const Attrs&) {                \
-    return infer_inplace(#NAME "_", in);                                                             \
-  }                                                                                                  \
-  /* the element function: the kernel's and, for float32, the fused tile's (tile_f32) */            \
-  struct NAME##_fn {                                                                                 \
-    template <class T>                                                                               \
-    TERRA_VECTOR_MATH T operator()(T a, T b) const {                                                 \
-      return static_cast<T>(EXPR);                                                                   \
-    }                                                                                                \
-  };                                                                                                 \
-  void kernel_##NAME(const KernelArgs& k) { binary_kernel(k, NAME##_fn{}); }
-
-TERRA_BINARY(add, a + b)
-TERRA_BINARY(sub, a - b)
-TERRA_BINARY(mul, a * b)
-TERRA_BINARY(div, safe_div(a, b))
-#undef TERRA_BINARY
-
-// Integer division by zero traps (SIGFPE) in C++: refuse it, as torch's ZeroDivisionError does.
-// One serial pass over the divisor's own elements; the kernel and the check_values hook share it.
-void check_divisor(const char* op, const Tensor& a, const Tensor& b) {
-  if (is_floating(b.dtype())) return;
-  bool zero = false;
-  visit_dtype(b.dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::scan_values<T>(*b.impl(), [&](T v, int64_t) { return zero = v == T(0); });
-  });
-  if (zero)
-    throw std::invalid_argument(std::string("[") + op + "] integer division by zero: the " + dtype_name(b.dtype()) +
-                                " divisor of shape " + shape_str(b.shape()) +
-                                " has a zero element (dividend of shape " + shape_str(a.shape()) + ")");
-}
-void values_div(std::span<const Tensor> in, const Attrs&) { check_divisor("div", in[0], in[1]); }
-void values_div_(std::span<const Tensor> in, const Attrs&) { check_divisor("div_", in[0], in[1]); }
+// Integer division by zero traps (SIGFPE) in C++: refused before the kernel runs, as torch's
+// ZeroDivisionError is; the check_values hook and the kernel share the check.
+void values_div(std::span<const Tensor> in, const Attrs&) { kernels::check_divisor("div", in[0], in[1]); }
+void values_div_(std::span<const Tensor> in, const Attrs&) { kernels::check_divisor("div_", in[0], in[1]); }
 void kernel_div_out(const KernelArgs& k) {
   values_div(k.in, k.attrs);
-  kernel_div(k);
+  kernels::div(k);
 }
 void kernel_div_inplace(const KernelArgs& k) {
   values_div_(k.in, k.attrs);
-  kernel_div(k);
+  kernels::div(k);
 }
 
 std::vector<Tensor> grad_add(const GradArgs& g) {
@@ -129,25 +78,25 @@ std::vector<Tensor> grad_sub_(const GradArgs& g) {
   return {g.grad_out[0], sum_to(neg(g.grad_out[0]), g.in_meta[1].shape)};
 }
 
-const OpDef kAdd{.name = "add", .flags = kElementwise, .infer = infer_add, .kernel = kernel_add, .grad = grad_add,
-                 .tile_f32 = cpu::tile_binary<add_fn>};
-const OpDef kSub{.name = "sub", .flags = kElementwise, .infer = infer_sub, .kernel = kernel_sub, .grad = grad_sub,
-                 .tile_f32 = cpu::tile_binary<sub_fn>};
-const OpDef kMul{.name = "mul", .flags = kElementwise | kSaveInputs, .infer = infer_mul, .kernel = kernel_mul,
-                 .grad = grad_mul, .tile_f32 = cpu::tile_binary<mul_fn>};
+const OpDef kAdd{.name = "add", .flags = kElementwise, .infer = infer_add, .kernel = kernels::add, .grad = grad_add,
+                 .tile_f32 = kernels::tile_add};
+const OpDef kSub{.name = "sub", .flags = kElementwise, .infer = infer_sub, .kernel = kernels::sub, .grad = grad_sub,
+                 .tile_f32 = kernels::tile_sub};
+const OpDef kMul{.name = "mul", .flags = kElementwise | kSaveInputs, .infer = infer_mul, .kernel = kernels::mul,
+                 .grad = grad_mul, .tile_f32 = kernels::tile_mul};
 const OpDef kDiv{.name = "div", .flags = kElementwise | kSaveInputs, .infer = infer_div,
                  .kernel = kernel_div_out, .grad = grad_div, .check_values = values_div,
-                 .check_inputs = 1u << 1, .tile_f32 = cpu::tile_binary<div_fn>};
+                 .check_inputs = 1u << 1, .tile_f32 = kernels::tile_div};
 const OpDef kAddInplace{.name = "add_", .flags = kElementwise | kInplace, .infer = infer_add_,
-                        .kernel = kernel_add, .grad = grad_add_, .tile_f32 = cpu::tile_binary<add_fn>};
+                        .kernel = kernels::add, .grad = grad_add_, .tile_f32 = kernels::tile_add};
 const OpDef kSubInplace{.name = "sub_", .flags = kElementwise | kInplace, .infer = infer_sub_,
-                        .kernel = kernel_sub, .grad = grad_sub_, .tile_f32 = cpu::tile_binary<sub_fn>};
+                        .kernel = kernels::sub, .grad = grad_sub_, .tile_f32 = kernels::tile_sub};
 // mul_/div_ would need the overwritten value for their gradient: no grad (NoGradGuard users).
 const OpDef kMulInplace{.name = "mul_", .flags = kElementwise | kInplace, .infer = infer_mul_,
-                        .kernel = kernel_mul, .tile_f32 = cpu::tile_binary<mul_fn>};
+                        .kernel = kernels::mul, .tile_f32 = kernels::tile_mul};
 const OpDef kDivInplace{.name = "div_", .flags = kElementwise | kInplace, .infer = infer_div_,
                         .kernel = kernel_div_inplace, .check_values = values_div_, .check_inputs = 1u << 1,
-                        .tile_f32 = cpu::tile_binary<div_fn>};
+                        .tile_f32 = kernels::tile_div};
 OpRegistrar r1(kAdd), r2(kSub), r3(kMul), r4(kDiv), r5(kAddInplace), r6(kSubInplace), r7(kMulInplace),
     r8(kDivInplace);
 
@@ -155,21 +104,9 @@ TensorMetas infer_neg(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() == DType::Bool) throw std::invalid_argument("[neg] negation of a bool tensor is not supported");
   return {{in[0].shape(), in[0].dtype()}};
 }
-struct neg_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a) const {
-    return static_cast<T>(-a);
-  }
-};
-void kernel_neg(const KernelArgs& k) {
-  visit_dtype(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), neg_fn{});
-  });
-}
 std::vector<Tensor> grad_neg(const GradArgs& g) { return {neg(g.grad_out[0])}; }
-const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kernel = kernel_neg, .grad = grad_neg,
-                 .tile_f32 = cpu::tile_unary<neg_fn>};
+const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kernel = kernels::neg, .grad = grad_neg,
+                 .tile_f32 = kernels::tile_neg};
 OpRegistrar r9(kNeg);
 
 // copy_: the target's old value gets no gradient; the source gets the result's.
@@ -180,27 +117,19 @@ TensorMetas infer_copy_(std::span<const Tensor> in, const Attrs&) {
                                 " into target of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-void kernel_copy_(const KernelArgs& k) { cpu::copy_into(*k.in[1].impl(), *k.out[0].impl()); }
 std::vector<Tensor> grad_copy_(const GradArgs& g) {
   Tensor gs = sum_to(g.grad_out[0], g.in_meta[1].shape);
   if (g.in_meta[1].dtype != gs.dtype()) gs = gs.to(g.in_meta[1].dtype);
   return {Tensor(), gs};
 }
-const OpDef kCopyInplace{.name = "copy_", .flags = kInplace, .infer = infer_copy_, .kernel = kernel_copy_,
+const OpDef kCopyInplace{.name = "copy_", .flags = kInplace, .infer = infer_copy_, .kernel = kernels::copy_into,
                          .grad = grad_copy_};
 
 TensorMetas infer_fill_(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
-void kernel_fill_(const KernelArgs& k) {
-  double v = k.attrs.f("value");
-  visit_dtype(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.out[0].impl(), *k.out[0].impl(), [v](T) { return static_cast<T>(v); });
-  });
-}
 std::vector<Tensor> grad_fill_(const GradArgs&) { return {Tensor()}; }
-const OpDef kFillInplace{.name = "fill_", .flags = kInplace, .infer = infer_fill_, .kernel = kernel_fill_,
+const OpDef kFillInplace{.name = "fill_", .flags = kInplace, .infer = infer_fill_, .kernel = kernels::fill,
                          .grad = grad_fill_};
 OpRegistrar r10(kCopyInplace), r11(kFillInplace);
 
