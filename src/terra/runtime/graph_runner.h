@@ -19,15 +19,15 @@ using compile::FusionSpan;
 using compile::OpRecord;
 using compile::Readers;
 
-// Runs one op's kernel (the unfused path; fused groups run through compile::run_fused).
+// Runs one op's kernel (the unfused path; fused groups run through compile::run_fused). A plain
+// class: the runner owns one, and nothing substitutes it.
 class BlockExecutor {
  public:
-  virtual ~BlockExecutor() = default;
   // `meta`: the outputs' shapes and dtypes, inferred by the runner once per input signature.
   // `attrs`: the node's, or the call's own for a node with symbolic attributes.
   // Outputs go to `outs` (cleared first): the runner reuses one vector, no allocation per op.
-  virtual void run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs,
-                      const TensorMetas& meta, PhiloxKey rng, std::vector<Tensor>& outs);
+  void run_op(const graph::OpNode& op, std::vector<Tensor>& inputs, const Attrs& attrs, const TensorMetas& meta,
+              PhiloxKey rng, std::vector<Tensor>& outs);
 };
 
 // Index into a node's ring of recent executions for source `s` read by node `reader`. Ages count
