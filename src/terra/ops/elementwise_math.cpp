@@ -1,12 +1,9 @@
 // pow, sqrt, rsqrt, log, abs, sign, clamp, maximum, minimum.
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/tile_loops.h"
-#include "terra/backend/cpu/vector_math.h"
+#include "terra/backend/elementwise_math_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
@@ -42,46 +39,12 @@ TensorMetas infer_binary_same(const char* op, std::span<const Tensor> in) {
   return {{broadcast_shapes(op, in[0].shape(), in[1].shape()), in[0].dtype()}};
 }
 
-template <class F>
-void float_unary(const KernelArgs& k, F f) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
-  });
-}
-template <class F>
-void numeric_unary(const KernelArgs& k, F f) {
-  DType d = k.out[0].dtype();
-  auto run = [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
-  };
-  if (d == DType::Int64) run(int64_t{});
-  else visit_floating(d, run);
-}
-
-// Element functions are types: the kernel and the fused tile (tile_f32) apply the same one
-// (sqrt_fn here: pow_scalar's 0.5 exponent runs it too).
-struct sqrt_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a) const {
-    return std::sqrt(a);
-  }
-};
-
 // ---- pow ----
 TensorMetas infer_pow(std::span<const Tensor> in, const Attrs&) {
   auto m = infer_binary_same("pow", in);
   if (!is_floating(m[0].dtype))
     throw std::invalid_argument(std::string("[pow] needs floating tensors, got ") + dtype_name(m[0].dtype));
   return m;
-}
-void kernel_pow(const KernelArgs& k) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
-                              [](T a, T b) { return std::pow(a, b); });
-  });
 }
 // As torch: no gradient to the base where the exponent is 0; none to the exponent where base == 0
 // and exponent >= 0 (log(0) would poison it).
@@ -92,18 +55,10 @@ std::vector<Tensor> grad_pow(const GradArgs& g) {
   return {sum_to(ga, g.in_meta[0].shape), sum_to(gb, g.in_meta[1].shape)};
 }
 const OpDef kPow{.name = "pow", .flags = kElementwise | kSaveInputs | kSaveOutputs, .infer = infer_pow,
-                 .kernel = kernel_pow, .grad = grad_pow};
+                 .kernel = kernels::pow, .grad = grad_pow};
 
 TensorMetas infer_pow_scalar(std::span<const Tensor> in, const Attrs&) {
   return infer_float_unary("pow", in);
-}
-void kernel_pow_scalar(const KernelArgs& k) {
-  double e = k.attrs.f("exponent");
-  if (e == 2.0) return float_unary(k, [](auto a) { return a * a; });
-  if (e == 1.0) return float_unary(k, [](auto a) { return a; });
-  if (e == 0.5) return float_unary(k, sqrt_fn{});
-  if (e == -1.0) return float_unary(k, [](auto a) { return decltype(a)(1) / a; });
-  float_unary(k, [e](auto a) { return std::pow(a, decltype(a)(e)); });
 }
 std::vector<Tensor> grad_pow_scalar(const GradArgs& g) {
   double e = g.attrs.f("exponent");
@@ -112,81 +67,42 @@ std::vector<Tensor> grad_pow_scalar(const GradArgs& g) {
   return {mul(g.grad_out[0], mul(pow(g.in[0], e - 1.0), e))};
 }
 const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs, .infer = infer_pow_scalar,
-                       .kernel = kernel_pow_scalar, .grad = grad_pow_scalar};
+                       .kernel = kernels::pow_scalar, .grad = grad_pow_scalar};
 
 // ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
 TensorMetas infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
-void kernel_sqrt(const KernelArgs& k) { float_unary(k, sqrt_fn{}); }
 std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
-const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernel_sqrt,
-                  .grad = grad_sqrt, .tile_f32 = cpu::tile_unary<sqrt_fn>};
+const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernels::sqrt,
+                  .grad = grad_sqrt, .tile_f32 = kernels::tile_sqrt};
 
 TensorMetas infer_rsqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("rsqrt", in); }
-struct rsqrt_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a) const {
-    return T(1) / std::sqrt(a);
-  }
-};
-void kernel_rsqrt(const KernelArgs& k) { float_unary(k, rsqrt_fn{}); }
 // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
 std::vector<Tensor> grad_rsqrt(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], mul(mul(o, o), mul(o, -0.5)))};
 }
 const OpDef kRsqrt{.name = "rsqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_rsqrt,
-                   .kernel = kernel_rsqrt, .grad = grad_rsqrt, .tile_f32 = cpu::tile_unary<rsqrt_fn>};
+                   .kernel = kernels::rsqrt, .grad = grad_rsqrt, .tile_f32 = kernels::tile_rsqrt};
 
 
 TensorMetas infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
-void kernel_log(const KernelArgs& k) { float_unary(k, [](auto a) { return std::log(a); }); }
 std::vector<Tensor> grad_log(const GradArgs& g) { return {div(g.grad_out[0], g.in[0])}; }
-const OpDef kLog{.name = "log", .flags = kElementwise | kSaveInputs, .infer = infer_log, .kernel = kernel_log,
+const OpDef kLog{.name = "log", .flags = kElementwise | kSaveInputs, .infer = infer_log, .kernel = kernels::log,
                  .grad = grad_log};
 
 // ---- abs, sign ----
 TensorMetas infer_abs(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("abs", in); }
-struct abs_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a) const {
-    return a < T(0) ? T(-a) : a;  // -0 and NaN pass unchanged
-  }
-};
-void kernel_abs(const KernelArgs& k) { numeric_unary(k, abs_fn{}); }
 std::vector<Tensor> grad_abs(const GradArgs& g) { return {mul(g.grad_out[0], sign(g.in[0]))}; }
-const OpDef kAbs{.name = "abs", .flags = kElementwise | kSaveInputs, .infer = infer_abs, .kernel = kernel_abs,
-                 .grad = grad_abs, .tile_f32 = cpu::tile_unary<abs_fn>};
+const OpDef kAbs{.name = "abs", .flags = kElementwise | kSaveInputs, .infer = infer_abs, .kernel = kernels::abs,
+                 .grad = grad_abs, .tile_f32 = kernels::tile_abs};
 
 TensorMetas infer_sign(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("sign", in); }
-void kernel_sign(const KernelArgs& k) {
-  numeric_unary(k, [](auto a) {
-    using T = decltype(a);
-    return a != a ? a : T(T(0) < a) - T(a < T(0));  // NaN stays NaN
-  });
-}
 std::vector<Tensor> grad_sign(const GradArgs& g) { return {mul(g.grad_out[0], 0.0)}; }
-const OpDef kSign{.name = "sign", .flags = kElementwise, .infer = infer_sign, .kernel = kernel_sign,
+const OpDef kSign{.name = "sign", .flags = kElementwise, .infer = infer_sign, .kernel = kernels::sign,
                   .grad = grad_sign};
 
 // ---- clamp ----
 TensorMetas infer_clamp(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("clamp", in); }
-void kernel_clamp(const KernelArgs& k) {
-  bool has_lo = k.attrs.b("has_min"), has_hi = k.attrs.b("has_max");
-  double lo_d = k.attrs.f("min"), hi_d = k.attrs.f("max");
-  DType d = k.out[0].dtype();
-  auto run = [&](auto z) {
-    using T = decltype(z);
-    const T lo = has_lo ? T(lo_d) : std::numeric_limits<T>::lowest();
-    const T hi = has_hi ? T(hi_d) : std::numeric_limits<T>::max();
-    // NaN compares false both ways and passes through, as torch.
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [lo, hi](T a) {
-      T r = a < lo ? lo : a;
-      return r > hi ? hi : r;
-    });
-  };
-  if (d == DType::Int64) run(int64_t{});
-  else visit_floating(d, run);
-}
 std::vector<Tensor> grad_clamp(const GradArgs& g) {
   const Tensor& x = g.in[0];
   Tensor keep;
@@ -198,34 +114,11 @@ std::vector<Tensor> grad_clamp(const GradArgs& g) {
   return {where(keep, g.grad_out[0], 0.0)};
 }
 const OpDef kClamp{.name = "clamp", .flags = kElementwise | kSaveInputs, .infer = infer_clamp,
-                   .kernel = kernel_clamp, .grad = grad_clamp};
+                   .kernel = kernels::clamp, .grad = grad_clamp};
 
 // ---- maximum, minimum ----
 TensorMetas infer_maximum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("maximum", in); }
 TensorMetas infer_minimum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("minimum", in); }
-template <class F>
-void binary_any(const KernelArgs& k, F f) {
-  visit_dtype(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(),
-                              [&](T a, T b) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a, b)); });
-  });
-}
-// NaN on either side propagates, as torch.
-struct maximum_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a, T b) const {
-    return (a > b || a != a) ? a : b;
-  }
-};
-struct minimum_fn {
-  template <class T>
-  TERRA_VECTOR_MATH T operator()(T a, T b) const {
-    return (a < b || a != a) ? a : b;
-  }
-};
-void kernel_maximum(const KernelArgs& k) { binary_any(k, maximum_fn{}); }
-void kernel_minimum(const KernelArgs& k) { binary_any(k, minimum_fn{}); }
 // Share of the gradient that goes to `a`: 1 where a wins, 1/2 at ties.
 std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
   const Tensor &a = g.in[0], &b = g.in[1], &go = g.grad_out[0];
@@ -238,9 +131,9 @@ std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
 std::vector<Tensor> grad_maximum(const GradArgs& g) { return grad_extreme(g, true); }
 std::vector<Tensor> grad_minimum(const GradArgs& g) { return grad_extreme(g, false); }
 const OpDef kMaximum{.name = "maximum", .flags = kElementwise | kSaveInputs, .infer = infer_maximum,
-                     .kernel = kernel_maximum, .grad = grad_maximum, .tile_f32 = cpu::tile_binary<maximum_fn>};
+                     .kernel = kernels::maximum, .grad = grad_maximum, .tile_f32 = kernels::tile_maximum};
 const OpDef kMinimum{.name = "minimum", .flags = kElementwise | kSaveInputs, .infer = infer_minimum,
-                     .kernel = kernel_minimum, .grad = grad_minimum, .tile_f32 = cpu::tile_binary<minimum_fn>};
+                     .kernel = kernels::minimum, .grad = grad_minimum, .tile_f32 = kernels::tile_minimum};
 
 OpRegistrar r1(kPow), r2(kPowScalar), r3(kSqrt), r4(kRsqrt), r6(kLog), r7(kAbs), r8(kSign), r9(kClamp),
     r10(kMaximum), r11(kMinimum);
