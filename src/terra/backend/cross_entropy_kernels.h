@@ -1,6 +1,7 @@
 // Fused cross-entropy kernels (log_softmax + nll in one pass per row); the backend folder provides
-// them. Operands are contiguous, logits seen as [n, c, r] (class dim in the middle), targets and
-// per-row statistics as [n, r]; the targets were checked (ops/cross_entropy.cpp) before the call.
+// them. Operands may be strided (the kernels read contiguous copies), logits seen as [n, c, r] (class
+// dim in the middle), targets and per-row statistics as [n, r]; the targets were checked
+// (kernels::check_targets, from ops/cross_entropy.cpp) before the call.
 #pragma once
 #include <cstdint>
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
 #include "terra/backend/cross_entropy_kernels.h"
+#include "terra/backend/loss_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/elementwise.h"
@@ -22,11 +22,6 @@ using namespace loss;
 
 int64_t class_dim(const Shape& logits) { return logits.size() == 1 ? 0 : 1; }
 
-kernels::XentShape xent_shape(const Shape& logits, const Attrs& a, int64_t used) {
-  NllLayout l = nll_layout(logits);
-  return {.n = l.n, .c = l.c, .r = l.r, .ignore = a.i("ignore_index"), .reduction = a.i("reduction"), .used = used};
-}
-
 // ---- cross_entropy: inputs (logits, targets); outputs (loss, lse [targets' shape]).
 TensorMetas infer_ce(std::span<const Tensor> in, const Attrs& a) {
   check_nll_inputs("cross_entropy", in[0], in[1]);
@@ -34,14 +29,13 @@ TensorMetas infer_ce(std::span<const Tensor> in, const Attrs& a) {
 }
 
 int64_t ce_targets(const Tensor& logits, const Tensor& targets, const Attrs& a) {
-  return check_targets(targets, nll_layout(logits.shape()).c, a.i("ignore_index"));
+  return kernels::check_targets(targets, nll_layout(logits.shape()).c, a.i("ignore_index"));
 }
 void values_ce(std::span<const Tensor> in, const Attrs& a) { ce_targets(in[0], in[1], a); }
 
 void kernel_ce(const KernelArgs& k) {
   int64_t used = ce_targets(k.in[0], k.in[1], k.attrs);
-  Tensor x = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
-  kernels::cross_entropy_forward(x, t, xent_shape(x.shape(), k.attrs, used), k.out[0], k.out[1]);
+  kernels::cross_entropy_forward(k.in[0], k.in[1], xent_shape(k.in[0].shape(), k.attrs, used), k.out[0], k.out[1]);
 }
 
 // d loss / d x is the backward op; the saved lse, if used downstream, adds softmax * its grad.
@@ -77,9 +71,8 @@ void values_ce_bw(std::span<const Tensor> in, const Attrs& a) { ce_targets(in[1]
 
 void kernel_ce_bw(const KernelArgs& k) {
   int64_t used = ce_targets(k.in[1], k.in[2], k.attrs);
-  Tensor g = cpu::contiguous_raw(k.in[0]), x = cpu::contiguous_raw(k.in[1]), t = cpu::contiguous_raw(k.in[2]),
-         lse = cpu::contiguous_raw(k.in[3]);
-  kernels::cross_entropy_backward(g, x, t, lse, xent_shape(x.shape(), k.attrs, used), k.out[0]);
+  kernels::cross_entropy_backward(k.in[0], k.in[1], k.in[2], k.in[3], xent_shape(k.in[1].shape(), k.attrs, used),
+                                  k.out[0]);
 }
 
 // out = (p - onehot) * s with p = exp(x - lse) and s the row's scale (grad, masked, / used for

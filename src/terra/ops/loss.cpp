@@ -1,12 +1,10 @@
 #include "terra/ops/loss.h"
 
-#include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
+#include "terra/backend/loss_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
@@ -32,31 +30,13 @@ TensorMetas infer_nll(std::span<const Tensor> in, const Attrs& a) {
 }
 
 int64_t nll_targets(std::span<const Tensor> in, const Attrs& a) {
-  return check_targets(in[1], nll_layout(in[0].shape()).c, a.i("ignore_index"));
+  return kernels::check_targets(in[1], nll_layout(in[0].shape()).c, a.i("ignore_index"));
 }
 void values_nll(std::span<const Tensor> in, const Attrs& a) { nll_targets(in, a); }
 
 void kernel_nll(const KernelArgs& k) {
   int64_t used = nll_targets(k.in, k.attrs);
-  Tensor x = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
-  NllLayout l = nll_layout(x.shape());
-  int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
-  const int64_t* pt = t.impl()->data_as<int64_t>();
-  visit_floating(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const T* px = x.impl()->data_as<T>();
-    T* po = k.out[0].impl()->data_as<T>();
-    double s = 0;
-    for (int64_t n = 0; n < l.n; ++n)
-      for (int64_t r = 0; r < l.r; ++r) {
-        int64_t ti = pt[n * l.r + r];
-        T v = ti == ignore ? T(0) : -px[(n * l.c + ti) * l.r + r];
-        if (red == kNone) po[n * l.r + r] = v;
-        else s += double(v);
-      }
-    if (red == kSum) po[0] = T(s);
-    if (red == kMean) po[0] = T(s / double(used));  // 0/0 = NaN when every target is ignored, as torch
-  });
+  kernels::nll_loss(k.in[0], k.in[1], xent_shape(k.in[0].shape(), k.attrs, used), k.out[0]);
 }
 
 std::vector<Tensor> grad_nll(const GradArgs& g) {
@@ -79,31 +59,13 @@ TensorMetas infer_nll_bw(std::span<const Tensor> in, const Attrs& a) {
 }
 
 int64_t nll_bw_targets(std::span<const Tensor> in, const Attrs& a) {
-  return check_targets(in[1], nll_layout(a.ints("shape")).c, a.i("ignore_index"));
+  return kernels::check_targets(in[1], nll_layout(a.ints("shape")).c, a.i("ignore_index"));
 }
 void values_nll_bw(std::span<const Tensor> in, const Attrs& a) { nll_bw_targets(in, a); }
 
 void kernel_nll_bw(const KernelArgs& k) {
   int64_t used = nll_bw_targets(k.in, k.attrs);
-  Tensor g = cpu::contiguous_raw(k.in[0]), t = cpu::contiguous_raw(k.in[1]);
-  Tensor& out = k.out[0];
-  NllLayout l = nll_layout(out.shape());
-  int64_t ignore = k.attrs.i("ignore_index"), red = k.attrs.i("reduction");
-  const int64_t* pt = t.impl()->data_as<int64_t>();
-  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
-  visit_floating(out.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const T* pg = g.impl()->data_as<T>();
-    T* po = out.impl()->data_as<T>();
-    T scale = red == kMean ? T(1.0 / double(used)) : T(1);
-    for (int64_t n = 0; n < l.n; ++n)
-      for (int64_t r = 0; r < l.r; ++r) {
-        int64_t ti = pt[n * l.r + r];
-        if (ti == ignore) continue;
-        T gv = red == kNone ? pg[n * l.r + r] : pg[0];
-        po[(n * l.c + ti) * l.r + r] = -gv * scale;
-      }
-  });
+  kernels::nll_loss_backward(k.in[0], k.in[1], xent_shape(k.out[0].shape(), k.attrs, used), k.out[0]);
 }
 
 // The backward is linear in grad; its adjoint picks -v[target] again: nll_loss itself.
@@ -134,14 +96,6 @@ TensorMetas infer_bce(std::span<const Tensor> in, const Attrs&) {
                                 dtype_name(in[0].dtype()) + " and " + dtype_name(in[1].dtype()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-void kernel_bce(const KernelArgs& k) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::binary_loop<T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.out[0].impl(), [](T x, T t) {
-      return std::max(x, T(0)) - x * t + std::log1p(std::exp(-std::fabs(x)));
-    });
-  });
-}
 std::vector<Tensor> grad_bce(const GradArgs& g) {
   const Tensor &go = g.grad_out[0], &x = g.in[0];
   return {binary_cross_entropy_with_logits_backward(go, x, g.in[1]), neg(mul(go, x))};
@@ -156,19 +110,6 @@ TensorMetas infer_bce_bw(std::span<const Tensor> in, const Attrs&) {
                                 " must share shape and floating dtype");
   return {{in[1].shape(), in[1].dtype()}};
 }
-template <class T>
-T stable_sigmoid(T x) {
-  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
-  return e / (T(1) + e);
-}
-void kernel_bce_bw(const KernelArgs& k) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::ternary_loop<T, T, T, T>(*k.in[0].impl(), *k.in[1].impl(), *k.in[2].impl(), *k.out[0].impl(),
-                                  [](T g, T x, T t) { return g * (stable_sigmoid(x) - t); });
-  });
-}
 // out = g * (s - t), s = sigmoid(x); ds/dx = s * (1 - s).
 std::vector<Tensor> grad_bce_bw(const GradArgs& a) {
   const Tensor &v = a.grad_out[0], &g = a.in[0], &x = a.in[1], &t = a.in[2];
@@ -180,9 +121,10 @@ std::vector<Tensor> grad_bce_bw(const GradArgs& a) {
 }
 
 const OpDef kBce{.name = "binary_cross_entropy_with_logits", .flags = kElementwise | kSaveInputs,
-                 .infer = infer_bce, .kernel = kernel_bce, .grad = grad_bce};
+                 .infer = infer_bce, .kernel = kernels::binary_cross_entropy_with_logits, .grad = grad_bce};
 const OpDef kBceBackward{.name = "binary_cross_entropy_with_logits_backward", .flags = kElementwise | kSaveInputs,
-                         .infer = infer_bce_bw, .kernel = kernel_bce_bw, .grad = grad_bce_bw};
+                         .infer = infer_bce_bw,
+                         .kernel = kernels::binary_cross_entropy_with_logits_backward, .grad = grad_bce_bw};
 OpRegistrar r3(kBce), r4(kBceBackward);
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include <stdexcept>
 
-#include "terra/backend/cpu/loops.h"
-
 namespace terra::loss {
 
 int64_t reduction_code(const char* op, const std::string& r) {
@@ -50,22 +48,9 @@ NllLayout nll_layout(const Shape& s) {
   return l;
 }
 
-int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore) {
-  int64_t used = 0, bad = 0, pos = -1;
-  cpu::scan_values<int64_t>(*targets.impl(), [&](int64_t v, int64_t i) {
-    if (v == ignore) return false;
-    if (v < 0 || v >= classes) {
-      bad = v;
-      pos = i;
-      return true;
-    }
-    ++used;
-    return false;
-  });
-  if (pos >= 0)
-    throw std::invalid_argument("[nll_loss] target " + std::to_string(bad) + " at position " + std::to_string(pos) +
-                                " is out of range for " + std::to_string(classes) + " classes");
-  return used;
+kernels::XentShape xent_shape(const Shape& s, const Attrs& a, int64_t used) {
+  NllLayout l = nll_layout(s);
+  return {.n = l.n, .c = l.c, .r = l.r, .ignore = a.i("ignore_index"), .reduction = a.i("reduction"), .used = used};
 }
 
 }  // namespace terra::loss

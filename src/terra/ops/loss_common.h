@@ -1,9 +1,12 @@
 // What the class-index losses share (nll_loss, cross_entropy and their backward ops): reduction
-// codes, the target checks with their messages, and the [N, C, R] view of the logits.
+// codes, the target checks with their messages, and the [N, C, R] view of the logits. The targets'
+// values are checked by kernels::check_targets (backend/loss_kernels.h).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "terra/backend/cross_entropy_kernels.h"
+#include "terra/core/attrs.h"
 #include "terra/core/tensor.h"
 
 namespace terra::loss {
@@ -25,9 +28,8 @@ struct NllLayout {
 };
 NllLayout nll_layout(const Shape& s);
 
-// Reads the targets (one serial pass), checking every class index; returns the number of
-// non-ignored ones. Kernels and check_values hooks share it: one message ("[nll_loss] target ...")
-// everywhere, cross_entropy included.
-int64_t check_targets(const Tensor& targets, int64_t classes, int64_t ignore);
+// The kernels' view of an input of shape `s` (nll_layout), with attrs ignore_index and reduction
+// and `used`, the number of non-ignored targets (what kernels::check_targets returns).
+kernels::XentShape xent_shape(const Shape& s, const Attrs& a, int64_t used);
 
 }  // namespace terra::loss

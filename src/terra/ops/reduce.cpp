@@ -4,8 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
-#include "terra/backend/cpu/sum_loops.h"
+#include "terra/backend/reduce_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/views.h"
@@ -44,19 +43,6 @@ TensorMetas infer_sum(std::span<const Tensor> in, const Attrs& a) {
   return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), d}};
 }
 
-void kernel_sum(const KernelArgs& k) {
-  const Tensor& x = k.in[0];
-  visit_dtype(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-    Out* o = k.out[0].impl()->data_as<Out>();
-    const std::vector<int64_t>& dims = k.attrs.ints("dims");
-    if (cpu::sum_columns<T, Acc, Out>(*x.impl(), dims, o)) return;
-    cpu::reduce_rows<T>(x, dims, [&](const T* row, int64_t n, int64_t i) { o[i] = Out(cpu::sum_row<Acc>(row, n)); });
-  });
-}
-
 std::vector<Tensor> grad_sum(const GradArgs& g) {
   const Shape& in = g.in_meta[0].shape;
   Tensor go = g.grad_out[0];
@@ -64,7 +50,7 @@ std::vector<Tensor> grad_sum(const GradArgs& g) {
   return {expand(go, in)};
 }
 
-const OpDef kSum{.name = "sum", .flags = 0, .infer = infer_sum, .kernel = kernel_sum, .grad = grad_sum};
+const OpDef kSum{.name = "sum", .flags = 0, .infer = infer_sum, .kernel = kernels::sum, .grad = grad_sum};
 OpRegistrar r1(kSum);
 
 }  // namespace

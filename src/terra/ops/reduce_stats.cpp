@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "terra/backend/cpu/loops.h"
+#include "terra/backend/reduce_stats_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
@@ -21,23 +21,6 @@ void need(const char* op, const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input 0 is undefined");
 }
 
-// Index of the first extreme element of a row; a NaN wins (first one), as torch.
-template <bool Max, class T>
-int64_t extreme_index(const T* row, int64_t n) {
-  int64_t best = 0;
-  T bv = row[0];
-  if (bv != bv) return 0;
-  for (int64_t j = 1; j < n; ++j) {
-    T v = row[j];
-    if (v != v) return j;
-    if (Max ? v > bv : v < bv) {
-      bv = v;
-      best = j;
-    }
-  }
-  return best;
-}
-
 // ---- max/min over all elements ----
 TensorMetas infer_extreme_all(const char* op, std::span<const Tensor> in) {
   if (in[0].numel() == 0)
@@ -48,17 +31,6 @@ TensorMetas infer_extreme_all(const char* op, std::span<const Tensor> in) {
 TensorMetas infer_max_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("max", in); }
 TensorMetas infer_min_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("min", in); }
 
-template <bool Max>
-void kernel_extreme_all(const KernelArgs& k) {
-  const Tensor& x = k.in[0];
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
-  visit_dtype(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    T* o = k.out[0].impl()->data_as<T>();
-    cpu::reduce_rows<T>(x, dims, [&](const T* row, int64_t n, int64_t) { o[0] = row[extreme_index<Max>(row, n)]; });
-  });
-}
 // Ties share the gradient evenly (torch's rule for the full reduction).
 std::vector<Tensor> grad_extreme_all(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
@@ -66,9 +38,9 @@ std::vector<Tensor> grad_extreme_all(const GradArgs& g) {
   return {mul(m, div(go, sum(m)))};
 }
 const OpDef kMaxAll{.name = "max_all", .flags = kSaveInputs | kSaveOutputs, .infer = infer_max_all,
-                    .kernel = kernel_extreme_all<true>, .grad = grad_extreme_all};
+                    .kernel = kernels::max_all, .grad = grad_extreme_all};
 const OpDef kMinAll{.name = "min_all", .flags = kSaveInputs | kSaveOutputs, .infer = infer_min_all,
-                    .kernel = kernel_extreme_all<false>, .grad = grad_extreme_all};
+                    .kernel = kernels::min_all, .grad = grad_extreme_all};
 
 // ---- max/min/argmax/argmin along one dim ----
 TensorMetas infer_extreme_dim(const char* op, std::span<const Tensor> in, const Attrs& a) {
@@ -96,21 +68,6 @@ TensorMetas infer_argmin(std::span<const Tensor> in, const Attrs& a) {
   return {{infer_extreme_dim("argmin", in, a)[0].shape, DType::Int64}};
 }
 
-// Writes values to out[0] (when `values`) and indices to out[values ? 1 : 0].
-template <bool Max, bool Values>
-void kernel_extreme_dim(const KernelArgs& k) {
-  const Tensor& x = k.in[0];
-  visit_dtype(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    T* vals = Values ? k.out[0].impl()->data_as<T>() : nullptr;
-    int64_t* idx = k.out[Values ? 1 : 0].impl()->data_as<int64_t>();
-    cpu::reduce_rows<T>(x, {k.attrs.i("dim")}, [&](const T* row, int64_t n, int64_t i) {
-      int64_t j = extreme_index<Max>(row, n);
-      if constexpr (Values) vals[i] = row[j];
-      idx[i] = j;
-    });
-  });
-}
 // The gradient goes to the element the saved index names: a one-hot mask along `dim`.
 std::vector<Tensor> grad_extreme_dim(const GradArgs& g) {
   int64_t dim = g.attrs.i("dim");
@@ -126,13 +83,13 @@ std::vector<Tensor> grad_extreme_dim(const GradArgs& g) {
   return {where(eq(pos, idx), go, 0.0)};
 }
 const OpDef kMaxDim{.name = "max_dim", .flags = kSaveOutputs, .infer = infer_max_dim,
-                    .kernel = kernel_extreme_dim<true, true>, .grad = grad_extreme_dim};
+                    .kernel = kernels::max_dim, .grad = grad_extreme_dim};
 const OpDef kMinDim{.name = "min_dim", .flags = kSaveOutputs, .infer = infer_min_dim,
-                    .kernel = kernel_extreme_dim<false, true>, .grad = grad_extreme_dim};
+                    .kernel = kernels::min_dim, .grad = grad_extreme_dim};
 const OpDef kArgmax{.name = "argmax", .flags = kNoGrad, .infer = infer_argmax,
-                    .kernel = kernel_extreme_dim<true, false>};
+                    .kernel = kernels::argmax};
 const OpDef kArgmin{.name = "argmin", .flags = kNoGrad, .infer = infer_argmin,
-                    .kernel = kernel_extreme_dim<false, false>};
+                    .kernel = kernels::argmin};
 
 // ---- var ----
 TensorMetas infer_var(std::span<const Tensor> in, const Attrs& a) {
@@ -140,26 +97,6 @@ TensorMetas infer_var(std::span<const Tensor> in, const Attrs& a) {
     throw std::invalid_argument(std::string("[var] needs a floating tensor, got ") + dtype_name(in[0].dtype()) +
                                 " of shape " + shape_str(in[0].shape()));
   return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), in[0].dtype()}};
-}
-// Two passes in double per row: mean, then squared deviations (stable for large offsets).
-void kernel_var(const KernelArgs& k) {
-  const Tensor& x = k.in[0];
-  const double ddof = k.attrs.b("unbiased") ? 1.0 : 0.0;
-  visit_floating(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    T* o = k.out[0].impl()->data_as<T>();
-    cpu::reduce_rows<T>(x, k.attrs.ints("dims"), [&](const T* row, int64_t n, int64_t i) {
-      double s = 0;
-      for (int64_t j = 0; j < n; ++j) s += double(row[j]);
-      const double m = s / double(n);
-      double q = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        double d = double(row[j]) - m;
-        q += d * d;
-      }
-      o[i] = T(q / (double(n) - ddof));
-    });
-  });
 }
 std::vector<Tensor> grad_var(const GradArgs& g) {
   const Tensor& x = g.in[0];
@@ -173,7 +110,7 @@ std::vector<Tensor> grad_var(const GradArgs& g) {
   Tensor centered = sub(x, mean(x, dims, true));
   return {mul(mul(centered, go), 2.0 / (double(n) - ddof))};
 }
-const OpDef kVar{.name = "var", .flags = kSaveInputs, .infer = infer_var, .kernel = kernel_var, .grad = grad_var};
+const OpDef kVar{.name = "var", .flags = kSaveInputs, .infer = infer_var, .kernel = kernels::var, .grad = grad_var};
 
 OpRegistrar r1(kMaxAll), r2(kMinAll), r3(kMaxDim), r4(kMinDim), r5(kArgmax), r6(kArgmin), r7(kVar);
 

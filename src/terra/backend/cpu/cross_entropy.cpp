@@ -179,13 +179,17 @@ void backward_t(const Tensor& grad, const Tensor& x, const Tensor& targets, cons
 
 }  // namespace
 
-void cross_entropy_forward(const Tensor& x, const Tensor& targets, const XentShape& s, Tensor& loss, Tensor& lse) {
-  visit_floating(x.dtype(), [&](auto z) { forward_t<decltype(z)>(x, targets, s, loss, lse); });
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const XentShape& s, Tensor& loss,
+                           Tensor& lse) {
+  Tensor x = cpu::contiguous_raw(logits), t = cpu::contiguous_raw(targets);
+  visit_floating(x.dtype(), [&](auto z) { forward_t<decltype(z)>(x, t, s, loss, lse); });
 }
 
-void cross_entropy_backward(const Tensor& grad, const Tensor& x, const Tensor& targets, const Tensor& lse,
+void cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             const XentShape& s, Tensor& out) {
-  visit_floating(x.dtype(), [&](auto z) { backward_t<decltype(z)>(grad, x, targets, lse, s, out); });
+  Tensor g = cpu::contiguous_raw(grad), x = cpu::contiguous_raw(logits), t = cpu::contiguous_raw(targets),
+         l = cpu::contiguous_raw(lse);
+  visit_floating(x.dtype(), [&](auto z) { backward_t<decltype(z)>(g, x, t, l, s, out); });
 }
 
 }  // namespace terra::kernels
