@@ -1,12 +1,11 @@
 #include "terra/ops/creation.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
+#include "terra/backend/creation_kernels.h"
 #include "terra/core/dispatch.h"
 
 namespace terra {
@@ -27,19 +26,7 @@ TensorMetas infer_full(std::span<const Tensor>, const Attrs& a) {
   check_shape("full", a.ints("shape"), itemsize(a.dtype("dtype")));
   return {{a.ints("shape"), a.dtype("dtype")}};
 }
-void kernel_full(const KernelArgs& k) {
-  double v = k.attrs.f("value");
-  TensorImpl& o = *k.out[0].impl();
-  visit_dtype(o.dtype, [&](auto z) {
-    using T = decltype(z);
-    T* p = o.data_as<T>();
-    T val = static_cast<T>(v);
-    cpu::parallel_for(o.numel, cpu::kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = val;
-    });
-  });
-}
-const OpDef kFull{.name = "full", .flags = 0, .infer = infer_full, .kernel = kernel_full};
+const OpDef kFull{.name = "full", .flags = 0, .infer = infer_full, .kernel = kernels::full};
 OpRegistrar reg_full(kFull);
 
 TensorMetas infer_arange(std::span<const Tensor>, const Attrs& a) {
@@ -53,17 +40,7 @@ TensorMetas infer_arange(std::span<const Tensor>, const Attrs& a) {
                                 std::to_string(st) + " has more elements than int64 can count");
   return {{{int64_t(n)}, a.dtype("dtype")}};
 }
-void kernel_arange(const KernelArgs& k) {
-  int64_t s = k.attrs.i("start"), st = k.attrs.i("step");
-  TensorImpl& o = *k.out[0].impl();
-  visit_dtype(o.dtype, [&](auto z) {
-    using T = decltype(z);
-    T* p = o.data_as<T>();
-    // Unsigned: i * st alone may not fit in int64 even though s + i * st (within the range) does.
-    for (int64_t i = 0; i < o.numel; ++i) p[i] = static_cast<T>(int64_t(uint64_t(s) + uint64_t(i) * uint64_t(st)));
-  });
-}
-const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernel_arange};
+const OpDef kArange{.name = "arange", .flags = kNoGrad, .infer = infer_arange, .kernel = kernels::arange};
 OpRegistrar reg_arange(kArange);
 
 TensorMetas infer_eye(std::span<const Tensor>, const Attrs& a) {
@@ -72,17 +49,7 @@ TensorMetas infer_eye(std::span<const Tensor>, const Attrs& a) {
     throw std::invalid_argument("[eye] sizes must be non-negative, got n=" + std::to_string(n) + ", m=" + std::to_string(m));
   return {{{n, m}, a.dtype("dtype")}};
 }
-void kernel_eye(const KernelArgs& k) {
-  TensorImpl& o = *k.out[0].impl();
-  int64_t n = o.shape[0], m = o.shape[1];
-  visit_dtype(o.dtype, [&](auto z) {
-    using T = decltype(z);
-    T* p = o.data_as<T>();
-    for (int64_t i = 0; i < n * m; ++i) p[i] = T(0);
-    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
-  });
-}
-const OpDef kEye{.name = "eye", .flags = 0, .infer = infer_eye, .kernel = kernel_eye};
+const OpDef kEye{.name = "eye", .flags = 0, .infer = infer_eye, .kernel = kernels::eye};
 OpRegistrar reg_eye(kEye);
 
 // The factory's own name in shape errors (the op itself is "full").

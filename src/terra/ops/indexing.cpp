@@ -1,12 +1,10 @@
 #include "terra/ops/indexing.h"
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
+#include "terra/backend/indexing_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/views.h"
@@ -23,36 +21,6 @@ void check_index(const char* op, const Tensor& index, const char* what = "index"
   if (index.dtype() != DType::Int64)
     bad(op, std::string(what) + " must be int64, got " + dtype_name(index.dtype()) + " of shape " +
                 shape_str(index.shape()));
-}
-
-// Checks every index value (first bad one in row-major order) before any parallel work. Kernels
-// and their check_values hooks both call it, so the message is the same wherever it is raised.
-void check_range(const char* op, const Tensor& index, int64_t size, const std::string& what) {
-  int64_t hit = 0;
-  bool found = false;
-  cpu::scan_values<int64_t>(*index.impl(), [&](int64_t v, int64_t) {
-    found = v < 0 || v >= size;
-    hit = v;
-    return found;
-  });
-  if (found)
-    bad(op, "index " + std::to_string(hit) + " is out of range for " + what + " of size " + std::to_string(size));
-}
-std::string dim_str(int64_t dim) { return "dim " + std::to_string(dim); }
-
-void zero_fill(Tensor& t) {
-  if (t.numel()) std::memset(t.impl()->data(), 0, size_t(t.numel()) * itemsize(t.dtype()));
-}
-
-struct Layout3 {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Layout3 around(const Shape& s, int64_t dim) {
-  Layout3 l;
-  for (int64_t d = 0; d < dim; ++d) l.outer *= s[size_t(d)];
-  l.n = s[size_t(dim)];
-  for (size_t d = size_t(dim) + 1; d < s.size(); ++d) l.inner *= s[d];
-  return l;
 }
 
 // ---- cat: any number of inputs, attr dim.
@@ -76,25 +44,6 @@ TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
   return {{out, in[0].dtype()}};
 }
 
-void kernel_cat(const KernelArgs& k) {
-  TensorImpl& o = *k.out[0].impl();
-  int64_t dim = k.attrs.i("dim"), off = 0;
-  for (const Tensor& t : k.in) {
-    int64_t len = t.shape()[size_t(dim)];
-    if (t.numel() > 0) {
-      TensorImpl region;  // the slab of the output this input fills
-      region.shape = t.shape();
-      region.strides = o.strides;
-      region.offset = o.offset + off * o.strides[size_t(dim)];
-      region.numel = t.numel();
-      region.dtype = o.dtype;
-      region.storage = o.storage;
-      cpu::copy_into(*t.impl(), region);
-    }
-    off += len;
-  }
-}
-
 std::vector<Tensor> grad_cat(const GradArgs& g) {
   int64_t dim = g.attrs.i("dim"), off = 0;
   std::vector<Tensor> out;
@@ -106,7 +55,7 @@ std::vector<Tensor> grad_cat(const GradArgs& g) {
   return out;
 }
 
-const OpDef kCat{.name = "cat", .flags = 0, .infer = infer_cat, .kernel = kernel_cat, .grad = grad_cat};
+const OpDef kCat{.name = "cat", .flags = 0, .infer = infer_cat, .kernel = kernels::cat, .grad = grad_cat};
 
 // ---- index_select: inputs (x, index), attr dim.
 TensorMetas infer_index_select(std::span<const Tensor> in, const Attrs& a) {
@@ -115,31 +64,6 @@ TensorMetas infer_index_select(std::span<const Tensor> in, const Attrs& a) {
   Shape s = in[0].shape();
   s[size_t(a.i("dim"))] = in[1].numel();
   return {{s, in[0].dtype()}};
-}
-
-void values_index_select(std::span<const Tensor> in, const Attrs& a) {
-  int64_t dim = a.i("dim");
-  check_range("index_select", in[1], in[0].shape()[size_t(dim)], dim_str(dim));
-}
-
-void kernel_index_select(const KernelArgs& k) {
-  values_index_select(k.in, k.attrs);
-  Tensor x = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
-  int64_t dim = k.attrs.i("dim");
-  Layout3 l = around(x.shape(), dim);
-  const int64_t* pi = idx.impl()->data_as<int64_t>();
-  int64_t m = idx.numel();
-  size_t es = itemsize(x.dtype()), row = size_t(l.inner) * es;
-  const char* px = static_cast<const char*>(x.impl()->data());
-  char* po = static_cast<char*>(k.out[0].impl()->data());
-  if (!row) return;
-  cpu::parallel_for(l.outer * m, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(l.inner, 1)),
-                    [&](int64_t b, int64_t e) {
-                      for (int64_t r = b; r < e; ++r) {
-                        int64_t o = r / m, j = r % m;
-                        std::memcpy(po + size_t(r) * row, px + size_t(o * l.n + pi[j]) * row, row);
-                      }
-                    });
 }
 
 std::vector<Tensor> grad_index_select(const GradArgs& g) {
@@ -160,48 +84,17 @@ TensorMetas infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{a.ints("shape"), in[0].dtype()}};
 }
 
-void values_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
-  int64_t dim = a.i("dim");
-  check_range("index_select_backward", in[1], a.ints("shape")[size_t(dim)], dim_str(dim));
-}
-
-void kernel_index_select_bw(const KernelArgs& k) {
-  values_index_select_bw(k.in, k.attrs);
-  Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
-  Tensor& out = k.out[0];
-  int64_t dim = k.attrs.i("dim");
-  Layout3 l = around(out.shape(), dim);
-  const int64_t* pi = idx.impl()->data_as<int64_t>();
-  int64_t m = idx.numel();
-  zero_fill(out);
-  visit_floating(out.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const T* pg = g.impl()->data_as<T>();
-    T* po = out.impl()->data_as<T>();
-    // Parallel over `outer`: different outer slices never collide.
-    cpu::parallel_for(l.outer, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(m * l.inner, 1)),
-                      [&](int64_t b, int64_t e) {
-                        for (int64_t o = b; o < e; ++o)
-                          for (int64_t j = 0; j < m; ++j) {
-                            const T* src = pg + (o * m + j) * l.inner;
-                            T* dst = po + (o * l.n + pi[j]) * l.inner;
-                            for (int64_t i = 0; i < l.inner; ++i) dst[i] += src[i];
-                          }
-                      });
-  });
-}
-
 std::vector<Tensor> grad_index_select_bw(const GradArgs& g) {
   return {index_select(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
 const OpDef kIndexSelect{.name = "index_select", .flags = kSaveInputs, .infer = infer_index_select,
-                         .kernel = kernel_index_select, .grad = grad_index_select,
-                         .check_values = values_index_select, .check_inputs = 1u << 1};
+                         .kernel = kernels::index_select, .grad = grad_index_select,
+                         .check_values = kernels::index_select_values, .check_inputs = 1u << 1};
 const OpDef kIndexSelectBackward{.name = "index_select_backward", .flags = kSaveInputs,
-                                 .infer = infer_index_select_bw, .kernel = kernel_index_select_bw,
-                                 .grad = grad_index_select_bw, .check_values = values_index_select_bw,
-                                 .check_inputs = 1u << 1};
+                                 .infer = infer_index_select_bw, .kernel = kernels::index_select_backward,
+                                 .grad = grad_index_select_bw,
+                                 .check_values = kernels::index_select_backward_values, .check_inputs = 1u << 1};
 
 // ---- gather: inputs (x, index), attr dim. Output has index's shape.
 void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, int64_t dim) {
@@ -217,41 +110,6 @@ void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, i
 TensorMetas infer_gather(std::span<const Tensor> in, const Attrs& a) {
   check_gather_shapes("gather", in[0].shape(), in[1], a.i("dim"));
   return {{in[1].shape(), in[0].dtype()}};
-}
-
-void values_gather(std::span<const Tensor> in, const Attrs& a) {
-  int64_t dim = a.i("dim");
-  check_range("gather", in[1], in[0].shape()[size_t(dim)], dim_str(dim));
-}
-
-// Calls f(out_flat, x_offset) for every index element, x_offset in x's (strided) elements. The
-// indices were range-checked before.
-template <class F>
-void gather_walk(const Shape& x_strides, const Tensor& idx, int64_t dim, bool parallel, F&& f) {
-  TensorImpl& it = *idx.impl();
-  const int64_t* pi = it.data_as<int64_t>();
-  int64_t n = it.numel;
-  Shape out_st = contiguous_strides(it.shape), xs = x_strides;
-  int64_t xdim_stride = xs[size_t(dim)];
-  xs[size_t(dim)] = 0;
-  std::array<const int64_t*, 3> st{out_st.data(), it.strides.data(), xs.data()};
-  auto body = [&](int64_t b, int64_t e) {
-    cpu::strided_range<3>(it.shape, st, b, e,
-                          [&](const std::array<int64_t, 3>& o) { f(o[0], o[2] + pi[o[1]] * xdim_stride); });
-  };
-  if (parallel) cpu::parallel_for(n, cpu::kGrain, body);
-  else body(0, n);
-}
-
-void kernel_gather(const KernelArgs& k) {
-  values_gather(k.in, k.attrs);
-  TensorImpl& x = *k.in[0].impl();
-  visit_dtype(x.dtype, [&](auto z) {
-    using T = decltype(z);
-    const T* px = x.data_as<T>();
-    T* po = k.out[0].impl()->data_as<T>();
-    gather_walk(x.strides, k.in[1], k.attrs.i("dim"), true, [&](int64_t oi, int64_t xo) { po[oi] = px[xo]; });
-  });
 }
 
 std::vector<Tensor> grad_gather(const GradArgs& g) {
@@ -270,35 +128,15 @@ TensorMetas infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{s, in[0].dtype()}};
 }
 
-void values_gather_bw(std::span<const Tensor> in, const Attrs& a) {
-  int64_t dim = a.i("dim");
-  check_range("gather_backward", in[1], a.ints("shape")[size_t(dim)], dim_str(dim));
-}
-
-void kernel_gather_bw(const KernelArgs& k) {
-  values_gather_bw(k.in, k.attrs);
-  Tensor g = cpu::contiguous_raw(k.in[0]);
-  Tensor& out = k.out[0];
-  zero_fill(out);
-  TensorImpl& o = *out.impl();
-  visit_floating(o.dtype, [&](auto z) {
-    using T = decltype(z);
-    const T* pg = g.impl()->data_as<T>();
-    T* po = o.data_as<T>();
-    // Serial: several index entries may hit the same element.
-    gather_walk(o.strides, k.in[1], k.attrs.i("dim"), false, [&](int64_t gi, int64_t oo) { po[oo] += pg[gi]; });
-  });
-}
-
 std::vector<Tensor> grad_gather_bw(const GradArgs& g) {
   return {gather(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
-const OpDef kGather{.name = "gather", .flags = kSaveInputs, .infer = infer_gather, .kernel = kernel_gather,
-                    .grad = grad_gather, .check_values = values_gather, .check_inputs = 1u << 1};
+const OpDef kGather{.name = "gather", .flags = kSaveInputs, .infer = infer_gather, .kernel = kernels::gather,
+                    .grad = grad_gather, .check_values = kernels::gather_values, .check_inputs = 1u << 1};
 const OpDef kGatherBackward{.name = "gather_backward", .flags = kSaveInputs, .infer = infer_gather_bw,
-                            .kernel = kernel_gather_bw, .grad = grad_gather_bw, .check_values = values_gather_bw,
-                            .check_inputs = 1u << 1};
+                            .kernel = kernels::gather_backward, .grad = grad_gather_bw,
+                            .check_values = kernels::gather_backward_values, .check_inputs = 1u << 1};
 
 // ---- embedding: inputs (weight, indices), attrs padding_idx (-1: none), mask_padding (rows at
 // padding_idx read as zeros: the adjoint of embedding_backward; false for the public op).
@@ -310,36 +148,13 @@ TensorMetas infer_embedding(std::span<const Tensor> in, const Attrs&) {
   return {{s, in[0].dtype()}};
 }
 
-void values_embedding(std::span<const Tensor> in, const Attrs&) {
-  check_range("embedding", in[1], in[0].shape()[0], "an embedding table");
-}
-
-void kernel_embedding(const KernelArgs& k) {
-  values_embedding(k.in, k.attrs);
-  Tensor w = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
-  int64_t d = w.shape()[1], n = idx.numel();
-  int64_t pad = k.attrs.i("padding_idx");
-  bool mask = k.attrs.b("mask_padding");
-  const int64_t* pi = idx.impl()->data_as<int64_t>();
-  size_t row = size_t(d) * itemsize(w.dtype());
-  const char* pw = static_cast<const char*>(w.impl()->data());
-  char* po = static_cast<char*>(k.out[0].impl()->data());
-  if (!row) return;
-  cpu::parallel_for(n, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      if (mask && pi[i] == pad) std::memset(po + size_t(i) * row, 0, row);
-      else std::memcpy(po + size_t(i) * row, pw + size_t(pi[i]) * row, row);
-    }
-  });
-}
-
 std::vector<Tensor> grad_embedding(const GradArgs& g) {
   return {embedding_backward(g.grad_out[0], g.in[1], g.in_meta[0].shape[0], g.attrs.i("padding_idx")), Tensor()};
 }
 
 const OpDef kEmbedding{.name = "embedding", .flags = kSaveInputs, .infer = infer_embedding,
-                       .kernel = kernel_embedding, .grad = grad_embedding, .check_values = values_embedding,
-                       .check_inputs = 1u << 1};
+                       .kernel = kernels::embedding, .grad = grad_embedding,
+                       .check_values = kernels::embedding_values, .check_inputs = 1u << 1};
 
 // ---- embedding_backward: inputs (grad, indices), attrs num, padding_idx.
 TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
@@ -356,42 +171,14 @@ TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
 }
 
-void values_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
-  check_range("embedding_backward", in[1], a.i("num"), "an embedding table");
-}
-
-void kernel_embedding_bw(const KernelArgs& k) {
-  values_embedding_bw(k.in, k.attrs);
-  Tensor g = cpu::contiguous_raw(k.in[0]), idx = cpu::contiguous_raw(k.in[1]);
-  Tensor& out = k.out[0];
-  int64_t d = out.shape()[1], n = idx.numel();
-  int64_t pad = k.attrs.i("padding_idx");
-  const int64_t* pi = idx.impl()->data_as<int64_t>();
-  zero_fill(out);
-  visit_floating(out.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const T* pg = g.impl()->data_as<T>();
-    T* po = out.impl()->data_as<T>();
-    // Parallel over columns: rows repeat across indices, columns never collide.
-    cpu::parallel_for(d, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t i = 0; i < n; ++i) {
-        if (pi[i] == pad) continue;
-        const T* src = pg + i * d;
-        T* dst = po + pi[i] * d;
-        for (int64_t c = b; c < e; ++c) dst[c] += src[c];
-      }
-    });
-  });
-}
-
 std::vector<Tensor> grad_embedding_bw(const GradArgs& g) {
   Attrs a{{"padding_idx", g.attrs.i("padding_idx")}, {"mask_padding", true}};
   return {dispatch1(kEmbedding, {g.grad_out[0], g.in[1]}, a), Tensor()};
 }
 
 const OpDef kEmbeddingBackward{.name = "embedding_backward", .flags = kSaveInputs, .infer = infer_embedding_bw,
-                               .kernel = kernel_embedding_bw, .grad = grad_embedding_bw,
-                               .check_values = values_embedding_bw, .check_inputs = 1u << 1};
+                               .kernel = kernels::embedding_backward, .grad = grad_embedding_bw,
+                               .check_values = kernels::embedding_backward_values, .check_inputs = 1u << 1};
 
 OpRegistrar r1(kCat), r2(kIndexSelect), r3(kIndexSelectBackward), r4(kGather), r5(kGatherBackward),
     r6(kEmbedding), r7(kEmbeddingBackward);

@@ -1,12 +1,11 @@
 #include "terra/ops/views.h"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "terra/backend/cpu/loops.h"
+#include "terra/backend/views_kernels.h"
 #include "terra/core/dispatch.h"
 #include "terra/core/object_pool.h"
 #include "terra/ops/reduce.h"
@@ -174,11 +173,11 @@ TensorMetas infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
                               shape_str(g) + " of " + shape_str(s));
   return {{s, in[0].dtype()}};
 }
+// The slice's region of the output is a view (view_slice, made here); the backend zeroes the output
+// and copies the gradient into the region.
 void kernel_slice_backward(const KernelArgs& k) {
-  Tensor& out = k.out[0];
-  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
-  Tensor region = view_slice(out, k.attrs);
-  cpu::copy_into(*k.in[0].impl(), *region.impl());
+  Tensor region = view_slice(k.out[0], k.attrs);
+  kernels::slice_backward(k.in[0], k.out[0], region);
 }
 std::vector<Tensor> grad_slice_backward(const GradArgs& g) {
   const Attrs& a = g.attrs;
@@ -229,9 +228,8 @@ const OpDef kExpand{.name = "expand", .flags = kView, .infer = infer_expand, .vi
 TensorMetas infer_copy(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
-void kernel_copy(const KernelArgs& k) { cpu::copy_into(*k.in[0].impl(), *k.out[0].impl()); }
 std::vector<Tensor> grad_copy(const GradArgs& g) { return {g.grad_out[0]}; }
-const OpDef kCopy{.name = "copy", .flags = kElementwise, .infer = infer_copy, .kernel = kernel_copy,
+const OpDef kCopy{.name = "copy", .flags = kElementwise, .infer = infer_copy, .kernel = kernels::copy,
                   .grad = grad_copy};
 
 TensorMetas infer_cast(std::span<const Tensor> in, const Attrs& a) {
@@ -242,7 +240,7 @@ std::vector<Tensor> grad_cast(const GradArgs& g) {
   if (!is_floating(d)) return {Tensor()};
   return {cast(g.grad_out[0], d)};
 }
-const OpDef kCast{.name = "cast", .flags = kElementwise, .infer = infer_cast, .kernel = kernel_copy,
+const OpDef kCast{.name = "cast", .flags = kElementwise, .infer = infer_cast, .kernel = kernels::copy,
                   .grad = grad_cast};
 
 OpRegistrar r1(kViewOp), r2(kPermute), r3(kSlice), r4(kSliceBackward), r5(kExpand), r6(kCopy), r7(kCast);
