@@ -101,10 +101,10 @@ int64_t check_output(const char* op, const Shape& shape, DType dtype) {
 }
 
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
-  const int64_t n = check_output(op, shape, dtype);
+  check_output(op, shape, dtype);  // throws on a bad shape; the element count comes with the strides
   auto t = make_pooled<TensorImpl>();
   t->shape = shape;
-  t->numel = contiguous_layout(shape, t->strides);  // = n
+  t->numel = contiguous_layout(shape, t->strides);
   t->dtype = dtype;
   size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
   try {
