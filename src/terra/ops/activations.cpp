@@ -4,15 +4,13 @@
 
 #include "terra/backend/activations_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/elementwise.h"
 
 namespace terra {
 namespace {
 
-void need(const char* op, const Tensor& x, int k = 0) {
-  if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input " + std::to_string(k) + " is undefined");
-}
 Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(DType::Float32); }
 
 TensorMetas infer_float(const char* op, std::span<const Tensor> in) {
@@ -121,23 +119,23 @@ OpRegistrar r0(kExp), r1(kRelu), r2(kLeakyRelu), r3(kGelu), r4(kGeluBackward), r
 
 }  // namespace
 
-Tensor exp(const Tensor& x) { need("exp", x); return dispatch1(kExp, {floating(x)}); }
+Tensor exp(const Tensor& x) { need_defined("exp", x); return dispatch1(kExp, {floating(x)}); }
 Tensor relu(const Tensor& x) { return dispatch1(kRelu, {x}); }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  need("leaky_relu", x);
+  need_defined("leaky_relu", x);
   return dispatch1(kLeakyRelu, {floating(x)}, Attrs{{"negative_slope", negative_slope}});
 }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
-  need("gelu", x);
+  need_defined("gelu", x);
   return dispatch1(kGelu, {floating(x)}, Attrs{{"tanh", tanh_approximation}});
 }
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, bool tanh_approximation) {
   return dispatch1(kGeluBackward, {grad_out, x}, Attrs{{"tanh", tanh_approximation}});
 }
-Tensor sigmoid(const Tensor& x) { need("sigmoid", x); return dispatch1(kSigmoid, {floating(x)}); }
-Tensor tanh(const Tensor& x) { need("tanh", x); return dispatch1(kTanh, {floating(x)}); }
+Tensor sigmoid(const Tensor& x) { need_defined("sigmoid", x); return dispatch1(kSigmoid, {floating(x)}); }
+Tensor tanh(const Tensor& x) { need_defined("tanh", x); return dispatch1(kTanh, {floating(x)}); }
 Tensor softplus(const Tensor& x, double beta, double threshold) {
-  need("softplus", x);
+  need_defined("softplus", x);
   if (beta == 0.0)
     throw std::invalid_argument("[softplus] beta must be nonzero (input shape " + shape_str(x.shape()) + ")");
   return dispatch1(kSoftplus, {floating(x)}, Attrs{{"beta", beta}, {"threshold", threshold}});

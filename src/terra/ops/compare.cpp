@@ -4,16 +4,13 @@
 
 #include "terra/backend/compare_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/elementwise.h"
 #include "terra/ops/reduce.h"
 
 namespace terra {
 namespace {
-
-void need(const char* op, const Tensor& x, int k) {
-  if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input " + std::to_string(k) + " is undefined");
-}
 
 TensorMetas infer_compare(const char* op, std::span<const Tensor> in) {
   if (in[0].dtype() != in[1].dtype())
@@ -40,13 +37,13 @@ TERRA_COMPARE(ge)
 #undef TERRA_COMPARE
 
 Tensor compare(const OpDef& op, Tensor a, Tensor b) {
-  need(op.name, a, 0);
-  need(op.name, b, 1);
+  need_defined(op.name, a, 0);
+  need_defined(op.name, b, 1);
   promote_pair(a, b);
   return dispatch1(op, {std::move(a), std::move(b)});
 }
 Tensor compare(const OpDef& op, const Tensor& a, double b) {
-  need(op.name, a, 0);
+  need_defined(op.name, a, 0);
   return compare(op, a, scalar_like(a, b));
 }
 
@@ -137,37 +134,37 @@ Tensor ge(const Tensor& a, double b) { return compare(k_ge, a, b); }
 
 Tensor logical_not(const Tensor& x) { return dispatch1(kLogicalNot, {x}); }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
-  need("logical_and", a, 0);
-  need("logical_and", b, 1);
+  need_defined("logical_and", a, 0);
+  need_defined("logical_and", b, 1);
   return dispatch1(kLogicalAnd, {as_bool(a), as_bool(b)});
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {
-  need("logical_or", a, 0);
-  need("logical_or", b, 1);
+  need_defined("logical_or", a, 0);
+  need_defined("logical_or", b, 1);
   return dispatch1(kLogicalOr, {as_bool(a), as_bool(b)});
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  need("where", cond, 0);
-  need("where", a, 1);
-  need("where", b, 2);
+  need_defined("where", cond, 0);
+  need_defined("where", a, 1);
+  need_defined("where", b, 2);
   if (cond.dtype() != DType::Bool) bad_condition("where", cond);
   Tensor x = a, y = b;
   promote_pair(x, y);
   return dispatch1(kWhere, {cond, std::move(x), std::move(y)});
 }
 Tensor where(const Tensor& cond, const Tensor& a, double b) {
-  need("where", a, 1);
+  need_defined("where", a, 1);
   return where(cond, a, scalar_like(a, b));
 }
 Tensor where(const Tensor& cond, double a, const Tensor& b) {
-  need("where", b, 2);
+  need_defined("where", b, 2);
   return where(cond, scalar_like(b, a), b);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  need("masked_fill", x, 0);
-  need("masked_fill", mask, 1);
+  need_defined("masked_fill", x, 0);
+  need_defined("masked_fill", mask, 1);
   return dispatch1(kMaskedFill, {x, mask}, Attrs{{"value", value}});  // keeps x's dtype, as torch
 }
 

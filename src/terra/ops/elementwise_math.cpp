@@ -5,6 +5,7 @@
 
 #include "terra/backend/elementwise_math_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/elementwise.h"
@@ -13,9 +14,6 @@
 namespace terra {
 namespace {
 
-void need(const char* op, const Tensor& x, int k = 0) {
-  if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input " + std::to_string(k) + " is undefined");
-}
 // Transcendental ops compute in floating point, as torch does for integer inputs.
 Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : x.to(DType::Float32); }
 
@@ -139,8 +137,8 @@ OpRegistrar r1(kPow), r2(kPowScalar), r3(kSqrt), r4(kRsqrt), r6(kLog), r7(kAbs),
     r10(kMaximum), r11(kMinimum);
 
 Tensor binary(const OpDef& op, Tensor a, Tensor b) {
-  need(op.name, a, 0);
-  need(op.name, b, 1);
+  need_defined(op.name, a, 0);
+  need_defined(op.name, b, 1);
   promote_pair(a, b);
   return dispatch1(op, {std::move(a), std::move(b)});
 }
@@ -148,24 +146,24 @@ Tensor binary(const OpDef& op, Tensor a, Tensor b) {
 }  // namespace
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
-  need("pow", base, 0);
-  need("pow", exponent, 1);
+  need_defined("pow", base, 0);
+  need_defined("pow", exponent, 1);
   Tensor a = base, b = exponent;
   promote_pair(a, b);
   return dispatch1(kPow, {floating(a), floating(b)});
 }
 Tensor pow(const Tensor& base, double exponent) {
-  need("pow", base);
+  need_defined("pow", base);
   return dispatch1(kPowScalar, {floating(base)}, Attrs{{"exponent", exponent}});
 }
-Tensor sqrt(const Tensor& x) { need("sqrt", x); return dispatch1(kSqrt, {floating(x)}); }
-Tensor rsqrt(const Tensor& x) { need("rsqrt", x); return dispatch1(kRsqrt, {floating(x)}); }
-Tensor log(const Tensor& x) { need("log", x); return dispatch1(kLog, {floating(x)}); }
+Tensor sqrt(const Tensor& x) { need_defined("sqrt", x); return dispatch1(kSqrt, {floating(x)}); }
+Tensor rsqrt(const Tensor& x) { need_defined("rsqrt", x); return dispatch1(kRsqrt, {floating(x)}); }
+Tensor log(const Tensor& x) { need_defined("log", x); return dispatch1(kLog, {floating(x)}); }
 Tensor abs(const Tensor& x) { return dispatch1(kAbs, {x}); }
 Tensor sign(const Tensor& x) { return dispatch1(kSign, {x}); }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  need("clamp", x);
+  need_defined("clamp", x);
   if (!min && !max)
     throw std::invalid_argument("[clamp] at least one of min and max must be given (input shape " +
                                 shape_str(x.shape()) + ")");

@@ -1,3 +1,4 @@
+#include "terra/core/errors.h"
 #include "terra/ops/indexing.h"
 
 #include <algorithm>
@@ -12,31 +13,27 @@
 namespace terra {
 namespace {
 
-[[noreturn]] void bad(const char* op, const std::string& msg) {
-  throw std::invalid_argument(std::string("[") + op + "] " + msg);
-}
-
 void check_index(const char* op, const Tensor& index, const char* what = "index") {
-  if (!index.defined()) bad(op, std::string(what) + " is undefined");
+  if (!index.defined()) op_error(op, std::string(what) + " is undefined");
   if (index.dtype() != DType::Int64)
-    bad(op, std::string(what) + " must be int64, got " + dtype_name(index.dtype()) + " of shape " +
+    op_error(op, std::string(what) + " must be int64, got " + dtype_name(index.dtype()) + " of shape " +
                 shape_str(index.shape()));
 }
 
 // ---- cat: any number of inputs, attr dim.
 TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
-  if (in.empty()) bad("cat", "needs at least one tensor");
+  if (in.empty()) op_error("cat", "needs at least one tensor");
   int64_t dim = a.i("dim");
   const Shape& s0 = in[0].shape();
   Shape out = s0;
-  if (dim < 0 || dim >= int64_t(s0.size())) bad("cat", "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(s0));
+  if (dim < 0 || dim >= int64_t(s0.size())) op_error("cat", "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(s0));
   out[size_t(dim)] = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const Shape& s = in[k].shape();
     bool ok = s.size() == s0.size() && in[k].dtype() == in[0].dtype();
     for (size_t d = 0; ok && d < s.size(); ++d) ok = int64_t(d) == dim || s[d] == s0[d];
     if (!ok)
-      bad("cat", "tensor " + std::to_string(k) + " of shape " + shape_str(s) + " (" + dtype_name(in[k].dtype()) +
+      op_error("cat", "tensor " + std::to_string(k) + " of shape " + shape_str(s) + " (" + dtype_name(in[k].dtype()) +
                      ") does not match tensor 0 of shape " + shape_str(s0) + " (" + dtype_name(in[0].dtype()) +
                      ") outside dim " + std::to_string(dim));
     out[size_t(dim)] = checked_add("cat", out[size_t(dim)], s[size_t(dim)], "size of dim " + std::to_string(dim));
@@ -60,7 +57,7 @@ const OpDef kCat{.name = "cat", .flags = 0, .infer = infer_cat, .kernel = kernel
 // ---- index_select: inputs (x, index), attr dim.
 TensorMetas infer_index_select(std::span<const Tensor> in, const Attrs& a) {
   check_index("index_select", in[1]);
-  if (in[1].dim() > 1) bad("index_select", "index must be 1-D, got shape " + shape_str(in[1].shape()));
+  if (in[1].dim() > 1) op_error("index_select", "index must be 1-D, got shape " + shape_str(in[1].shape()));
   Shape s = in[0].shape();
   s[size_t(a.i("dim"))] = in[1].numel();
   return {{s, in[0].dtype()}};
@@ -75,10 +72,10 @@ TensorMetas infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
   check_index("index_select_backward", in[1]);
   Shape want = a.ints("shape");
   int64_t dim = a.i("dim");
-  if (dim < 0 || dim >= int64_t(want.size())) bad("index_select_backward", "dim out of range for " + shape_str(want));
+  if (dim < 0 || dim >= int64_t(want.size())) op_error("index_select_backward", "dim out of range for " + shape_str(want));
   want[size_t(dim)] = in[1].numel();
   if (in[0].shape() != want || !is_floating(in[0].dtype()))
-    bad("index_select_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit input shape " +
+    op_error("index_select_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit input shape " +
                                      shape_str(a.ints("shape")) + " and " + std::to_string(in[1].numel()) +
                                      " indices");
   return {{a.ints("shape"), in[0].dtype()}};
@@ -103,7 +100,7 @@ void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, i
   bool ok = is.size() == xs.size();
   for (size_t d = 0; ok && d < is.size(); ++d) ok = int64_t(d) == dim || is[d] <= xs[d];
   if (!ok)
-    bad(op, "index of shape " + shape_str(is) + " does not fit input of shape " + shape_str(xs) +
+    op_error(op, "index of shape " + shape_str(is) + " does not fit input of shape " + shape_str(xs) +
                 " (same rank, no larger outside dim " + std::to_string(dim) + ")");
 }
 
@@ -120,10 +117,10 @@ std::vector<Tensor> grad_gather(const GradArgs& g) {
 TensorMetas infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
   int64_t dim = a.i("dim");
-  if (dim < 0 || dim >= int64_t(s.size())) bad("gather_backward", "dim out of range for " + shape_str(s));
+  if (dim < 0 || dim >= int64_t(s.size())) op_error("gather_backward", "dim out of range for " + shape_str(s));
   check_gather_shapes("gather_backward", s, in[1], dim);
   if (in[0].shape() != in[1].shape() || !is_floating(in[0].dtype()))
-    bad("gather_backward", "grad of shape " + shape_str(in[0].shape()) + " must have the index's shape " +
+    op_error("gather_backward", "grad of shape " + shape_str(in[0].shape()) + " must have the index's shape " +
                                shape_str(in[1].shape()));
   return {{s, in[0].dtype()}};
 }
@@ -141,7 +138,7 @@ const OpDef kGatherBackward{.name = "gather_backward", .flags = kSaveInputs, .in
 // ---- embedding: inputs (weight, indices), attrs padding_idx (-1: none), mask_padding (rows at
 // padding_idx read as zeros: the adjoint of embedding_backward; false for the public op).
 TensorMetas infer_embedding(std::span<const Tensor> in, const Attrs&) {
-  if (in[0].dim() != 2) bad("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(in[0].shape()));
+  if (in[0].dim() != 2) op_error("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(in[0].shape()));
   check_index("embedding", in[1], "indices");
   Shape s = in[1].shape();
   s.push_back(in[0].shape()[1]);
@@ -166,7 +163,7 @@ TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
     ok = want == in[0].shape();
   }
   if (!ok)
-    bad("embedding_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit indices of shape " +
+    op_error("embedding_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit indices of shape " +
                                   shape_str(in[1].shape()));
   return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
 }
@@ -186,12 +183,12 @@ OpRegistrar r1(kCat), r2(kIndexSelect), r3(kIndexSelectBackward), r4(kGather), r
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) bad("cat", "needs at least one tensor");
+  if (tensors.empty()) op_error("cat", "needs at least one tensor");
   int64_t rank = -1;
   DType dt = DType::Bool;
   bool first = true;
   for (size_t k = 0; k < tensors.size(); ++k) {
-    if (!tensors[k].defined()) bad("cat", "tensor " + std::to_string(k) + " is undefined");
+    if (!tensors[k].defined()) op_error("cat", "tensor " + std::to_string(k) + " is undefined");
     dt = first ? tensors[k].dtype() : promote(dt, tensors[k].dtype());
     first = false;
     if (!(tensors[k].dim() == 1 && tensors[k].numel() == 0)) rank = std::max(rank, tensors[k].dim());
@@ -201,17 +198,17 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (rank > 1 && t.dim() == 1 && t.numel() == 0) continue;  // torch's legacy empty tensors
     in.push_back(t.dtype() == dt ? t : t.to(dt));
   }
-  if (in[0].dim() == 0) bad("cat", "zero-dimensional tensor 0 cannot be concatenated");
+  if (in[0].dim() == 0) op_error("cat", "zero-dimensional tensor 0 cannot be concatenated");
   dim = wrap_dim("cat", dim, in[0].dim());
   return dispatch1(kCat, std::move(in), Attrs{{"dim", dim}});
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) bad("stack", "needs at least one tensor");
+  if (tensors.empty()) op_error("stack", "needs at least one tensor");
   for (size_t k = 0; k < tensors.size(); ++k) {
-    if (!tensors[k].defined()) bad("stack", "tensor " + std::to_string(k) + " is undefined");
+    if (!tensors[k].defined()) op_error("stack", "tensor " + std::to_string(k) + " is undefined");
     if (tensors[k].shape() != tensors[0].shape())
-      bad("stack", "tensor " + std::to_string(k) + " of shape " + shape_str(tensors[k].shape()) +
+      op_error("stack", "tensor " + std::to_string(k) + " of shape " + shape_str(tensors[k].shape()) +
                        " differs from tensor 0 of shape " + shape_str(tensors[0].shape()));
   }
   dim = wrap_dim("stack", dim, tensors[0].dim() + 1);
@@ -221,12 +218,12 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
-  if (!x.defined()) bad("split", "input is undefined");
-  if (x.dim() == 0) bad("split", "cannot split a 0-d tensor");
+  if (!x.defined()) op_error("split", "input is undefined");
+  if (x.dim() == 0) op_error("split", "cannot split a 0-d tensor");
   dim = wrap_dim("split", dim, x.dim());
   int64_t n = x.shape()[size_t(dim)];
   if (split_size < 0 || (split_size == 0 && n != 0))
-    bad("split", "split_size must be positive, got " + std::to_string(split_size) + " for shape " +
+    op_error("split", "split_size must be positive, got " + std::to_string(split_size) + " for shape " +
                      shape_str(x.shape()));
   std::vector<Tensor> out;
   if (n == 0) return {slice(x, dim, 0, 0)};
@@ -235,16 +232,16 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t dim) {
-  if (!x.defined()) bad("split", "input is undefined");
-  if (x.dim() == 0) bad("split", "cannot split a 0-d tensor");
+  if (!x.defined()) op_error("split", "input is undefined");
+  if (x.dim() == 0) op_error("split", "cannot split a 0-d tensor");
   dim = wrap_dim("split", dim, x.dim());
   int64_t n = x.shape()[size_t(dim)], total = 0;
   for (int64_t s : sizes) {
-    if (s < 0) bad("split", "negative size in " + shape_str(sizes));
+    if (s < 0) op_error("split", "negative size in " + shape_str(sizes));
     total = checked_add("split", total, s, "sum of sizes " + shape_str(sizes));
   }
   if (total != n)
-    bad("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but dim " +
+    op_error("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but dim " +
                      std::to_string(dim) + " of shape " + shape_str(x.shape()) + " has " + std::to_string(n));
   std::vector<Tensor> out;
   int64_t off = 0;
@@ -256,9 +253,9 @@ std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t d
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  if (!x.defined()) bad("chunk", "input is undefined");
-  if (chunks <= 0) bad("chunk", "chunks must be positive, got " + std::to_string(chunks));
-  if (x.dim() == 0) bad("chunk", "cannot chunk a 0-d tensor");
+  if (!x.defined()) op_error("chunk", "input is undefined");
+  if (chunks <= 0) op_error("chunk", "chunks must be positive, got " + std::to_string(chunks));
+  if (x.dim() == 0) op_error("chunk", "cannot chunk a 0-d tensor");
   dim = wrap_dim("chunk", dim, x.dim());
   int64_t n = x.shape()[size_t(dim)];
   if (n == 0) return std::vector<Tensor>(size_t(chunks), slice(x, dim, 0, 0));  // torch: `chunks` empty pieces
@@ -266,30 +263,30 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  if (!x.defined()) bad("index_select", "input is undefined");
+  if (!x.defined()) op_error("index_select", "input is undefined");
   check_index("index_select", index);
-  if (x.dim() == 0) bad("index_select", "cannot index a 0-d tensor");
+  if (x.dim() == 0) op_error("index_select", "cannot index a 0-d tensor");
   dim = wrap_dim("index_select", dim, x.dim());
   return dispatch1(kIndexSelect, {x, index}, Attrs{{"dim", dim}});
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  if (!x.defined()) bad("gather", "input is undefined");
+  if (!x.defined()) op_error("gather", "input is undefined");
   check_index("gather", index);
-  if (x.dim() == 0) bad("gather", "cannot index a 0-d tensor");
+  if (x.dim() == 0) op_error("gather", "cannot index a 0-d tensor");
   dim = wrap_dim("gather", dim, x.dim());
   return dispatch1(kGather, {x, index}, Attrs{{"dim", dim}});
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
-  if (!weight.defined()) bad("embedding", "weight is undefined");
+  if (!weight.defined()) op_error("embedding", "weight is undefined");
   check_index("embedding", indices, "indices");
-  if (weight.dim() != 2) bad("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(weight.shape()));
+  if (weight.dim() != 2) op_error("embedding", "weight must be 2-D [num, dim], got shape " + shape_str(weight.shape()));
   int64_t num = weight.shape()[0], pad = -1;
   if (padding_idx) {
     pad = *padding_idx;
     if (pad < -num || pad >= num)
-      bad("embedding", "padding_idx " + std::to_string(pad) + " is out of range for weight of shape " +
+      op_error("embedding", "padding_idx " + std::to_string(pad) + " is out of range for weight of shape " +
                            shape_str(weight.shape()));
     if (pad < 0) pad += num;
   }
@@ -297,23 +294,23 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
 }
 
 Tensor index_select_backward(const Tensor& grad, const Shape& in_shape, int64_t dim, const Tensor& index) {
-  if (!grad.defined()) bad("index_select_backward", "grad is undefined");
+  if (!grad.defined()) op_error("index_select_backward", "grad is undefined");
   check_index("index_select_backward", index);
   dim = wrap_dim("index_select_backward", dim, int64_t(in_shape.size()));
   return dispatch1(kIndexSelectBackward, {grad, index}, Attrs{{"dim", dim}, {"shape", in_shape}});
 }
 
 Tensor gather_backward(const Tensor& grad, const Shape& in_shape, int64_t dim, const Tensor& index) {
-  if (!grad.defined()) bad("gather_backward", "grad is undefined");
+  if (!grad.defined()) op_error("gather_backward", "grad is undefined");
   check_index("gather_backward", index);
   dim = wrap_dim("gather_backward", dim, int64_t(in_shape.size()));
   return dispatch1(kGatherBackward, {grad, index}, Attrs{{"dim", dim}, {"shape", in_shape}});
 }
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num, int64_t padding_idx) {
-  if (!grad.defined()) bad("embedding_backward", "grad is undefined");
+  if (!grad.defined()) op_error("embedding_backward", "grad is undefined");
   check_index("embedding_backward", indices, "indices");
-  if (num < 0) bad("embedding_backward", "negative table size " + std::to_string(num));
+  if (num < 0) op_error("embedding_backward", "negative table size " + std::to_string(num));
   return dispatch1(kEmbeddingBackward, {grad, indices}, Attrs{{"num", num}, {"padding_idx", padding_idx}});
 }
 

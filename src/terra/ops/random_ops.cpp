@@ -1,3 +1,4 @@
+#include "terra/core/errors.h"
 #include "terra/ops/random_ops.h"
 
 #include <cmath>
@@ -11,23 +12,19 @@
 namespace terra {
 namespace {
 
-[[noreturn]] void bad(const char* op, const std::string& msg) {
-  throw std::invalid_argument(std::string("[") + op + "] " + msg);
-}
-
 void check_shape(const char* op, const Shape& s) {
   for (int64_t d : s)
-    if (d < 0) bad(op, "negative dimension in shape " + shape_str(s));
+    if (d < 0) op_error(op, "negative dimension in shape " + shape_str(s));
 }
 
 void check_prob(const char* op, double p) {
-  if (!(p >= 0.0 && p <= 1.0)) bad(op, "probability must be in [0, 1], got " + std::to_string(p));
+  if (!(p >= 0.0 && p <= 1.0)) op_error(op, "probability must be in [0, 1], got " + std::to_string(p));
 }
 
 TensorMetas infer_factory(const char* op, const Attrs& a, bool floating_only) {
   check_shape(op, a.ints("shape"));
   DType d = a.dtype("dtype");
-  if (floating_only && !is_floating(d)) bad(op, std::string("needs a floating dtype, got ") + dtype_name(d));
+  if (floating_only && !is_floating(d)) op_error(op, std::string("needs a floating dtype, got ") + dtype_name(d));
   return {{a.ints("shape"), d}};
 }
 
@@ -41,14 +38,14 @@ TensorMetas infer_randn(std::span<const Tensor>, const Attrs& a) {
 TensorMetas infer_randint(std::span<const Tensor>, const Attrs& a) {
   check_shape("randint", a.ints("shape"));
   if (a.i("high") <= a.i("low"))
-    bad("randint", "high " + std::to_string(a.i("high")) + " must be greater than low " + std::to_string(a.i("low")));
+    op_error("randint", "high " + std::to_string(a.i("high")) + " must be greater than low " + std::to_string(a.i("low")));
   return {{a.ints("shape"), DType::Int64}};
 }
 
 // ---- bernoulli(probs): input probs.
 TensorMetas infer_bernoulli(std::span<const Tensor> in, const Attrs&) {
   if (!is_floating(in[0].dtype()))
-    bad("bernoulli", std::string("probs must be floating, got ") + dtype_name(in[0].dtype()) + " of shape " +
+    op_error("bernoulli", std::string("probs must be floating, got ") + dtype_name(in[0].dtype()) + " of shape " +
                          shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
@@ -88,7 +85,7 @@ Tensor randint(int64_t low, int64_t high, Shape shape) {
   return dispatch1(kRandint, {}, Attrs{{"low", low}, {"high", high}, {"shape", std::move(shape)}});
 }
 Tensor bernoulli(const Tensor& probs) {
-  if (!probs.defined()) bad("bernoulli", "probs is undefined");
+  if (!probs.defined()) op_error("bernoulli", "probs is undefined");
   return dispatch1(kBernoulli, {probs});
 }
 Tensor bernoulli(Shape shape, double p, DType dtype) {
@@ -99,10 +96,10 @@ Tensor dropout_mask(Shape shape, double p, DType dtype) {
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {
-  if (!x.defined()) bad("dropout", "input is undefined");
+  if (!x.defined()) op_error("dropout", "input is undefined");
   check_prob("dropout", p);
   if (!is_floating(x.dtype()))
-    bad("dropout", std::string("input must be floating, got ") + dtype_name(x.dtype()) + " of shape " +
+    op_error("dropout", std::string("input must be floating, got ") + dtype_name(x.dtype()) + " of shape " +
                        shape_str(x.shape()));
   if (!training || p == 0.0) return x;
   return mul(x, dropout_mask(x.shape(), p, x.dtype()));

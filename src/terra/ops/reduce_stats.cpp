@@ -1,3 +1,4 @@
+#include "terra/core/errors.h"
 #include "terra/ops/reduce_stats.h"
 
 #include <cmath>
@@ -16,10 +17,6 @@
 
 namespace terra {
 namespace {
-
-void need(const char* op, const Tensor& x) {
-  if (!x.defined()) throw std::invalid_argument(std::string("[") + op + "] input 0 is undefined");
-}
 
 // ---- max/min over all elements ----
 TensorMetas infer_extreme_all(const char* op, std::span<const Tensor> in) {
@@ -116,13 +113,13 @@ OpRegistrar r1(kMaxAll), r2(kMinAll), r3(kMaxDim), r4(kMinDim), r5(kArgmax), r6(
 
 // A 0-d tensor reduces along its (virtual) dim 0 as a 1-element vector, as torch.
 Tensor extreme_dim(const OpDef& op, const char* name, const Tensor& x, int64_t dim, bool keepdim, size_t out) {
-  need(name, x);
+  need_defined(name, x);
   dim = wrap_dim(name, dim, x.dim());
   if (x.dim() == 0) return dispatch(op, {reshape(x, {1})}, Attrs{{"dim", int64_t(0)}, {"keepdim", false}})[out];
   return dispatch(op, {x}, Attrs{{"dim", dim}, {"keepdim", keepdim}})[out];
 }
 Tensor arg_flat(const OpDef& op, const char* name, const Tensor& x) {
-  need(name, x);
+  need_defined(name, x);
   if (x.numel() == 0)
     throw std::invalid_argument(std::string("[") + name + "] cannot reduce an empty tensor of shape " +
                                 shape_str(x.shape()));
@@ -131,8 +128,8 @@ Tensor arg_flat(const OpDef& op, const char* name, const Tensor& x) {
 
 }  // namespace
 
-Tensor max(const Tensor& x) { need("max", x); return dispatch1(kMaxAll, {x}); }
-Tensor min(const Tensor& x) { need("min", x); return dispatch1(kMinAll, {x}); }
+Tensor max(const Tensor& x) { need_defined("max", x); return dispatch1(kMaxAll, {x}); }
+Tensor min(const Tensor& x) { need_defined("min", x); return dispatch1(kMinAll, {x}); }
 Tensor max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(kMaxDim, "max", x, dim, keepdim, 0); }
 Tensor min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(kMinDim, "min", x, dim, keepdim, 0); }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
@@ -145,12 +142,12 @@ Tensor argmax(const Tensor& x) { return arg_flat(kArgmax, "argmax", x); }
 Tensor argmin(const Tensor& x) { return arg_flat(kArgmin, "argmin", x); }
 
 Tensor var(const Tensor& x, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
-  need("var", x);
+  need_defined("var", x);
   dims = reduction_dims("var", std::move(dims), x.dim());
   return dispatch1(kVar, {x}, Attrs{{"dims", dims}, {"unbiased", unbiased}, {"keepdim", keepdim}});
 }
 Tensor std_(const Tensor& x, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
-  need("std_", x);
+  need_defined("std_", x);
   return sqrt(var(x, std::move(dims), unbiased, keepdim));
 }
 

@@ -1,3 +1,4 @@
+#include "terra/core/errors.h"
 #include "terra/ops/views.h"
 
 #include <algorithm>
@@ -12,10 +13,6 @@
 
 namespace terra {
 namespace {
-
-[[noreturn]] void bad(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string("[") + op + "] " + what);
-}
 
 Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
   auto v = make_pooled<TensorImpl>();
@@ -34,23 +31,23 @@ Shape resolve_shape(const char* op, const Shape& in, Shape s) {
   int64_t infer_at = -1, known = 1, bound = 1;
   for (size_t d = 0; d < s.size(); ++d) {
     if (s[d] == -1) {
-      if (infer_at >= 0) bad(op, "only one dimension can be -1 in " + shape_str(s));
+      if (infer_at >= 0) op_error(op, "only one dimension can be -1 in " + shape_str(s));
       infer_at = int64_t(d);
     } else if (s[d] < 0) {
-      bad(op, "invalid dimension in shape " + shape_str(s));
+      op_error(op, "invalid dimension in shape " + shape_str(s));
     } else {
       // Zero dims count as 1 in the bound, as in numel_of: no dim product of a shape overflows.
       if (__builtin_mul_overflow(bound, std::max<int64_t>(s[d], 1), &bound))
-        bad(op, "shape " + shape_str(s) + " has more elements than int64 can count");
+        op_error(op, "shape " + shape_str(s) + " has more elements than int64 can count");
       known *= s[d];
     }
   }
   int64_t n = numel_of(op, in);
   if (infer_at >= 0) {
-    if (known == 0 || n % known != 0) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+    if (known == 0 || n % known != 0) op_error(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
     s[size_t(infer_at)] = n / known;
   }
-  if (numel_of(op, s) != n) bad(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+  if (numel_of(op, s) != n) op_error(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
   return s;
 }
 
@@ -85,9 +82,9 @@ TensorMetas infer_view(std::span<const Tensor> in, const Attrs& a) {
   const Shape& s = a.ints("shape");
   check_shape("view", s);
   if (numel_of("view", s) != in[0].numel())
-    bad("view", "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in[0].shape()));
+    op_error("view", "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in[0].shape()));
   if (!view_strides(in[0].shape(), in[0].strides(), s))
-    bad("view", "shape " + shape_str(s) + " is not compatible with the input's strides " +
+    op_error("view", "shape " + shape_str(s) + " is not compatible with the input's strides " +
                     shape_str(in[0].strides()) + " (shape " + shape_str(in[0].shape()) + "); use reshape");
   return {{s, in[0].dtype()}};
 }
@@ -102,12 +99,12 @@ const OpDef kViewOp{.name = "view", .flags = kView, .infer = infer_view, .view =
 TensorMetas infer_permute(std::span<const Tensor> in, const Attrs& a) {
   const auto& p = a.ints("dims");
   int64_t r = in[0].dim();
-  if (int64_t(p.size()) != r) bad("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
+  if (int64_t(p.size()) != r) op_error("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
   std::vector<bool> seen(size_t(r), false);
   Shape s(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
     int64_t q = p[size_t(d)];
-    if (q < 0 || q >= r || seen[size_t(q)]) bad("permute", "dims " + shape_str(p) + " are not a permutation of rank " + std::to_string(r));
+    if (q < 0 || q >= r || seen[size_t(q)]) op_error("permute", "dims " + shape_str(p) + " are not a permutation of rank " + std::to_string(r));
     seen[size_t(q)] = true;
     s[size_t(d)] = in[0].shape()[size_t(q)];
   }
@@ -138,10 +135,10 @@ int64_t slice_len(int64_t st, int64_t en, int64_t step) { return en > st ? (en -
 void check_slice(const char* op, const Shape& s, const Attrs& a) {
   int64_t d = a.i("dim"), st = a.i("start"), en = a.i("end"), step = a.i("step");
   if (d < 0 || d >= int64_t(s.size()))
-    bad(op, "dim " + std::to_string(d) + " is out of range for shape " + shape_str(s));
+    op_error(op, "dim " + std::to_string(d) + " is out of range for shape " + shape_str(s));
   int64_t n = s[size_t(d)];
   if (step <= 0 || st < 0 || st > n || en < st || en > n)
-    bad(op, "range [" + std::to_string(st) + ", " + std::to_string(en) + ") step " + std::to_string(step) +
+    op_error(op, "range [" + std::to_string(st) + ", " + std::to_string(en) + ") step " + std::to_string(step) +
                 " is out of bounds for dim " + std::to_string(d) + " of shape " + shape_str(s));
 }
 
@@ -169,7 +166,7 @@ TensorMetas infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
   Shape g = s;
   g[size_t(a.i("dim"))] = slice_len(a.i("start"), a.i("end"), a.i("step"));
   if (in[0].shape() != g)
-    bad("slice_backward", "gradient of shape " + shape_str(in[0].shape()) + " does not match the slice of shape " +
+    op_error("slice_backward", "gradient of shape " + shape_str(in[0].shape()) + " does not match the slice of shape " +
                               shape_str(g) + " of " + shape_str(s));
   return {{s, in[0].dtype()}};
 }
@@ -199,15 +196,15 @@ const OpDef kSlice{.name = "slice", .flags = kView, .infer = infer_slice, .view 
 TensorMetas infer_expand(std::span<const Tensor> in, const Attrs& a) {
   const Shape& want = a.ints("shape");
   const Shape& have = in[0].shape();
-  if (want.size() < have.size()) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
+  if (want.size() < have.size()) op_error("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
   Shape s(want.size());
   size_t off = want.size() - have.size();
   for (size_t d = 0; d < want.size(); ++d) {
     int64_t h = d < off ? 1 : have[d - off];
     int64_t w = want[d] == -1 ? h : want[d];
-    if (d < off && want[d] == -1) bad("expand", "-1 is not allowed for a new leading dim in " + shape_str(want));
-    if (w < 0) bad("expand", "invalid size " + std::to_string(want[d]) + " in shape " + shape_str(want));
-    if (h != w && h != 1) bad("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
+    if (d < off && want[d] == -1) op_error("expand", "-1 is not allowed for a new leading dim in " + shape_str(want));
+    if (w < 0) op_error("expand", "invalid size " + std::to_string(want[d]) + " in shape " + shape_str(want));
+    if (h != w && h != 1) op_error("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
     s[d] = w;
   }
   return {{s, in[0].dtype()}};
@@ -248,12 +245,12 @@ OpRegistrar r1(kViewOp), r2(kPermute), r3(kSlice), r4(kSliceBackward), r5(kExpan
 }  // namespace
 
 Tensor view(const Tensor& x, Shape shape) {
-  if (!x.defined()) bad("view", "input is undefined");
+  if (!x.defined()) op_error("view", "input is undefined");
   return dispatch1(kViewOp, {x}, Attrs{{"shape", resolve_shape("view", x.shape(), std::move(shape))}});
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {
-  if (!x.defined()) bad("reshape", "input is undefined");
+  if (!x.defined()) op_error("reshape", "input is undefined");
   Shape s = resolve_shape("reshape", x.shape(), std::move(shape));
   if (s == x.shape()) return x;
   if (view_strides(x.shape(), x.strides(), s)) return dispatch1(kViewOp, {x}, Attrs{{"shape", s}});
@@ -261,13 +258,13 @@ Tensor reshape(const Tensor& x, Shape shape) {
 }
 
 Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
-  if (!x.defined()) bad("permute", "input is undefined");
+  if (!x.defined()) op_error("permute", "input is undefined");
   for (auto& d : dims) d = wrap_dim("permute", d, x.dim());
   return dispatch1(kPermute, {x}, Attrs{{"dims", dims}});
 }
 
 Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
-  if (!x.defined()) bad("transpose", "input is undefined");
+  if (!x.defined()) op_error("transpose", "input is undefined");
   int64_t r = x.dim();
   if (r < 2 && (a == b || r == 0)) {
     wrap_dim("transpose", a, r);
@@ -283,10 +280,10 @@ Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (!x.defined()) bad("slice", "input is undefined");
-  if (x.dim() == 0) bad("slice", "cannot slice a 0-d tensor");
+  if (!x.defined()) op_error("slice", "input is undefined");
+  if (x.dim() == 0) op_error("slice", "cannot slice a 0-d tensor");
   dim = wrap_dim("slice", dim, x.dim());
-  if (step <= 0) bad("slice", "step must be positive, got " + std::to_string(step));
+  if (step <= 0) op_error("slice", "step must be positive, got " + std::to_string(step));
   int64_t n = x.shape()[size_t(dim)];
   if (start < 0) start += n;
   if (end < 0) end += n;
@@ -296,24 +293,24 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor select(const Tensor& x, int64_t dim, int64_t index) {
-  if (!x.defined()) bad("select", "input is undefined");
+  if (!x.defined()) op_error("select", "input is undefined");
   dim = wrap_dim("select", dim, x.dim());
   int64_t n = x.shape()[size_t(dim)];
   if (index < -n || index >= n)
-    bad("select", "index " + std::to_string(index) + " is out of range for dim " + std::to_string(dim) +
+    op_error("select", "index " + std::to_string(index) + " is out of range for dim " + std::to_string(dim) +
                       " of shape " + shape_str(x.shape()));
   if (index < 0) index += n;
   return squeeze(slice(x, dim, index, index + 1), dim);
 }
 
 Tensor expand(const Tensor& x, Shape shape) {
-  if (!x.defined()) bad("expand", "input is undefined");
+  if (!x.defined()) op_error("expand", "input is undefined");
   if (shape == x.shape()) return x;
   return dispatch1(kExpand, {x}, Attrs{{"shape", shape}});
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim) {
-  if (!x.defined()) bad("squeeze", "input is undefined");
+  if (!x.defined()) op_error("squeeze", "input is undefined");
   if (x.dim() == 0) return x;
   dim = wrap_dim("squeeze", dim, x.dim());
   if (x.shape()[size_t(dim)] != 1) return x;
@@ -323,7 +320,7 @@ Tensor squeeze(const Tensor& x, int64_t dim) {
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
-  if (!x.defined()) bad("unsqueeze", "input is undefined");
+  if (!x.defined()) op_error("unsqueeze", "input is undefined");
   dim = wrap_dim("unsqueeze", dim, x.dim() + 1);
   Shape s = x.shape();
   s.insert(s.begin() + dim, 1);
@@ -331,11 +328,11 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
 }
 
 Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
-  if (!x.defined()) bad("flatten", "input is undefined");
+  if (!x.defined()) op_error("flatten", "input is undefined");
   if (x.dim() == 0) return reshape(x, {1});
   start = wrap_dim("flatten", start, x.dim());
   end = wrap_dim("flatten", end, x.dim());
-  if (start > end) bad("flatten", "start dim " + std::to_string(start) + " is after end dim " + std::to_string(end));
+  if (start > end) op_error("flatten", "start dim " + std::to_string(start) + " is after end dim " + std::to_string(end));
   Shape s;
   for (int64_t d = 0; d < start; ++d) s.push_back(x.shape()[size_t(d)]);
   int64_t m = 1;
@@ -346,12 +343,12 @@ Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
 }
 
 Tensor contiguous(const Tensor& x) {
-  if (!x.defined()) bad("contiguous", "input is undefined");
+  if (!x.defined()) op_error("contiguous", "input is undefined");
   return x.is_contiguous() ? x : dispatch1(kCopy, {x});
 }
 Tensor clone(const Tensor& x) { return dispatch1(kCopy, {x}); }
 Tensor cast(const Tensor& x, DType dtype) {
-  if (!x.defined()) bad("cast", "input is undefined");
+  if (!x.defined()) op_error("cast", "input is undefined");
   if (x.dtype() == dtype) return x;
   return dispatch1(kCast, {x}, Attrs{{"dtype", dtype}});
 }

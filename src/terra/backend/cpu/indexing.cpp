@@ -9,13 +9,10 @@
 
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/indexing_kernels.h"
+#include "terra/core/errors.h"
 
 namespace terra::kernels {
 namespace {
-
-[[noreturn]] void bad(const char* op, const std::string& msg) {
-  throw std::invalid_argument(std::string("[") + op + "] " + msg);
-}
 
 // Checks every index value (first bad one in row-major order) before any parallel work. Kernels
 // and their check_values hooks both call it, so the message is the same wherever it is raised.
@@ -28,7 +25,7 @@ void check_range(const char* op, const Tensor& index, int64_t size, const std::s
     return found;
   });
   if (found)
-    bad(op, "index " + std::to_string(hit) + " is out of range for " + what + " of size " + std::to_string(size));
+    op_error(op, "index " + std::to_string(hit) + " is out of range for " + what + " of size " + std::to_string(size));
 }
 std::string dim_str(int64_t dim) { return "dim " + std::to_string(dim); }
 

@@ -4,14 +4,11 @@
 
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/random_kernels.h"
+#include "terra/core/errors.h"
 #include "terra/core/random.h"
 
 namespace terra::kernels {
 namespace {
-
-[[noreturn]] void bad(const char* op, const std::string& msg) {
-  throw std::invalid_argument(std::string("[") + op + "] " + msg);
-}
 
 // Writes f(i) for every element of a freshly allocated contiguous output, in parallel.
 template <class T, class F>
@@ -56,7 +53,7 @@ void bernoulli_values(std::span<const Tensor> in, const Attrs&) {
     const T* pp = p.impl()->data_as<T>();
     for (int64_t i = 0; i < p.numel(); ++i)
       if (!(pp[i] >= T(0) && pp[i] <= T(1)))
-        bad("bernoulli", "probability " + std::to_string(double(pp[i])) + " at position " + std::to_string(i) +
+        op_error("bernoulli", "probability " + std::to_string(double(pp[i])) + " at position " + std::to_string(i) +
                              " is outside [0, 1]");
   });
 }
