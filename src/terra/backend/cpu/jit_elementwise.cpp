@@ -120,8 +120,8 @@ class Gen : public Xbyak::CodeGenerator {
 
 using Emit = void (*)(Gen& g, const Ymm& d, const Ymm* in);
 
-// One sequence per op, each the element function of its tile_f32 (ops/arithmetic.cpp,
-// backend/cpu/activations.cpp). d may be an input's register: every sequence reads its inputs
+// One sequence per op, each the element function of its tile_f32 (backend/cpu/arithmetic.cpp,
+// elementwise_math.cpp, activations.cpp). d may be an input's register: every sequence reads its inputs
 // before its last instruction writes d, or only through that instruction.
 const std::unordered_map<std::string, Emit>& emitters() {
   static const std::unordered_map<std::string, Emit> m = [] {
