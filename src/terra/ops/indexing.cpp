@@ -1,4 +1,3 @@
-#include "terra/core/errors.h"
 #include "terra/ops/indexing.h"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 
 #include "terra/backend/indexing_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/views.h"
 

@@ -1,6 +1,5 @@
 #include "terra/ops/loss.h"
 
-#include <limits>
 #include <stdexcept>
 #include <string>
 

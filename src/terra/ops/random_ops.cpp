@@ -1,12 +1,11 @@
-#include "terra/core/errors.h"
 #include "terra/ops/random_ops.h"
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "terra/backend/random_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 
 namespace terra {

@@ -1,14 +1,11 @@
-#include "terra/core/errors.h"
 #include "terra/ops/reduce_stats.h"
 
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "terra/backend/reduce_stats_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/ops/arithmetic.h"
 #include "terra/ops/creation.h"
 #include "terra/ops/elementwise.h"

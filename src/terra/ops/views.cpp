@@ -1,4 +1,3 @@
-#include "terra/core/errors.h"
 #include "terra/ops/views.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "terra/backend/views_kernels.h"
 #include "terra/core/dispatch.h"
+#include "terra/core/errors.h"
 #include "terra/core/object_pool.h"
 #include "terra/ops/reduce.h"
 
