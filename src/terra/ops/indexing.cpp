@@ -17,7 +17,7 @@ void check_index(const char* op, const Tensor& index, const char* what = "index"
   if (!index.defined()) op_error(op, std::string(what) + " is undefined");
   if (index.dtype() != DType::Int64)
     op_error(op, std::string(what) + " must be int64, got " + dtype_name(index.dtype()) + " of shape " +
-                shape_str(index.shape()));
+                     shape_str(index.shape()));
 }
 
 // ---- cat: any number of inputs, attr dim.
@@ -26,7 +26,8 @@ TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
   int64_t dim = a.i("dim");
   const Shape& s0 = in[0].shape();
   Shape out = s0;
-  if (dim < 0 || dim >= int64_t(s0.size())) op_error("cat", "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(s0));
+  if (dim < 0 || dim >= int64_t(s0.size()))
+    op_error("cat", "dim " + std::to_string(dim) + " is out of range for shape " + shape_str(s0));
   out[size_t(dim)] = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const Shape& s = in[k].shape();
@@ -34,8 +35,8 @@ TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
     for (size_t d = 0; ok && d < s.size(); ++d) ok = int64_t(d) == dim || s[d] == s0[d];
     if (!ok)
       op_error("cat", "tensor " + std::to_string(k) + " of shape " + shape_str(s) + " (" + dtype_name(in[k].dtype()) +
-                     ") does not match tensor 0 of shape " + shape_str(s0) + " (" + dtype_name(in[0].dtype()) +
-                     ") outside dim " + std::to_string(dim));
+                          ") does not match tensor 0 of shape " + shape_str(s0) + " (" + dtype_name(in[0].dtype()) +
+                          ") outside dim " + std::to_string(dim));
     out[size_t(dim)] = checked_add("cat", out[size_t(dim)], s[size_t(dim)], "size of dim " + std::to_string(dim));
   }
   return {{out, in[0].dtype()}};
@@ -72,12 +73,13 @@ TensorMetas infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
   check_index("index_select_backward", in[1]);
   Shape want = a.ints("shape");
   int64_t dim = a.i("dim");
-  if (dim < 0 || dim >= int64_t(want.size())) op_error("index_select_backward", "dim out of range for " + shape_str(want));
+  if (dim < 0 || dim >= int64_t(want.size()))
+    op_error("index_select_backward", "dim out of range for " + shape_str(want));
   want[size_t(dim)] = in[1].numel();
   if (in[0].shape() != want || !is_floating(in[0].dtype()))
     op_error("index_select_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit input shape " +
-                                     shape_str(a.ints("shape")) + " and " + std::to_string(in[1].numel()) +
-                                     " indices");
+                                          shape_str(a.ints("shape")) + " and " + std::to_string(in[1].numel()) +
+                                          " indices");
   return {{a.ints("shape"), in[0].dtype()}};
 }
 
@@ -101,7 +103,7 @@ void check_gather_shapes(const char* op, const Shape& xs, const Tensor& index, i
   for (size_t d = 0; ok && d < is.size(); ++d) ok = int64_t(d) == dim || is[d] <= xs[d];
   if (!ok)
     op_error(op, "index of shape " + shape_str(is) + " does not fit input of shape " + shape_str(xs) +
-                " (same rank, no larger outside dim " + std::to_string(dim) + ")");
+                     " (same rank, no larger outside dim " + std::to_string(dim) + ")");
 }
 
 TensorMetas infer_gather(std::span<const Tensor> in, const Attrs& a) {
@@ -120,8 +122,8 @@ TensorMetas infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
   if (dim < 0 || dim >= int64_t(s.size())) op_error("gather_backward", "dim out of range for " + shape_str(s));
   check_gather_shapes("gather_backward", s, in[1], dim);
   if (in[0].shape() != in[1].shape() || !is_floating(in[0].dtype()))
-    op_error("gather_backward", "grad of shape " + shape_str(in[0].shape()) + " must have the index's shape " +
-                               shape_str(in[1].shape()));
+    op_error("gather_backward",
+             "grad of shape " + shape_str(in[0].shape()) + " must have the index's shape " + shape_str(in[1].shape()));
   return {{s, in[0].dtype()}};
 }
 
@@ -164,7 +166,7 @@ TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
   }
   if (!ok)
     op_error("embedding_backward", "grad of shape " + shape_str(in[0].shape()) + " does not fit indices of shape " +
-                                  shape_str(in[1].shape()));
+                                       shape_str(in[1].shape()));
   return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
 }
 
@@ -209,7 +211,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     if (!tensors[k].defined()) op_error("stack", "tensor " + std::to_string(k) + " is undefined");
     if (tensors[k].shape() != tensors[0].shape())
       op_error("stack", "tensor " + std::to_string(k) + " of shape " + shape_str(tensors[k].shape()) +
-                       " differs from tensor 0 of shape " + shape_str(tensors[0].shape()));
+                            " differs from tensor 0 of shape " + shape_str(tensors[0].shape()));
   }
   dim = wrap_dim("stack", dim, tensors[0].dim() + 1);
   std::vector<Tensor> u;
@@ -223,8 +225,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   dim = wrap_dim("split", dim, x.dim());
   int64_t n = x.shape()[size_t(dim)];
   if (split_size < 0 || (split_size == 0 && n != 0))
-    op_error("split", "split_size must be positive, got " + std::to_string(split_size) + " for shape " +
-                     shape_str(x.shape()));
+    op_error("split",
+             "split_size must be positive, got " + std::to_string(split_size) + " for shape " + shape_str(x.shape()));
   std::vector<Tensor> out;
   if (n == 0) return {slice(x, dim, 0, 0)};
   for (int64_t off = 0; off < n; off += split_size) out.push_back(slice(x, dim, off, off + std::min(n - off, split_size)));
@@ -242,7 +244,7 @@ std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t d
   }
   if (total != n)
     op_error("split", "sizes " + shape_str(sizes) + " sum to " + std::to_string(total) + ", but dim " +
-                     std::to_string(dim) + " of shape " + shape_str(x.shape()) + " has " + std::to_string(n));
+                          std::to_string(dim) + " of shape " + shape_str(x.shape()) + " has " + std::to_string(n));
   std::vector<Tensor> out;
   int64_t off = 0;
   for (int64_t s : sizes) {
@@ -287,7 +289,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
     pad = *padding_idx;
     if (pad < -num || pad >= num)
       op_error("embedding", "padding_idx " + std::to_string(pad) + " is out of range for weight of shape " +
-                           shape_str(weight.shape()));
+                                shape_str(weight.shape()));
     if (pad < 0) pad += num;
   }
   return dispatch1(kEmbedding, {weight, indices}, Attrs{{"padding_idx", pad}, {"mask_padding", false}});

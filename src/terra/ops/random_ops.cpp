@@ -37,7 +37,8 @@ TensorMetas infer_randn(std::span<const Tensor>, const Attrs& a) {
 TensorMetas infer_randint(std::span<const Tensor>, const Attrs& a) {
   check_shape("randint", a.ints("shape"));
   if (a.i("high") <= a.i("low"))
-    op_error("randint", "high " + std::to_string(a.i("high")) + " must be greater than low " + std::to_string(a.i("low")));
+    op_error("randint",
+             "high " + std::to_string(a.i("high")) + " must be greater than low " + std::to_string(a.i("low")));
   return {{a.ints("shape"), DType::Int64}};
 }
 
@@ -45,7 +46,7 @@ TensorMetas infer_randint(std::span<const Tensor>, const Attrs& a) {
 TensorMetas infer_bernoulli(std::span<const Tensor> in, const Attrs&) {
   if (!is_floating(in[0].dtype()))
     op_error("bernoulli", std::string("probs must be floating, got ") + dtype_name(in[0].dtype()) + " of shape " +
-                         shape_str(in[0].shape()));
+                              shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
 
@@ -98,8 +99,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (!x.defined()) op_error("dropout", "input is undefined");
   check_prob("dropout", p);
   if (!is_floating(x.dtype()))
-    op_error("dropout", std::string("input must be floating, got ") + dtype_name(x.dtype()) + " of shape " +
-                       shape_str(x.shape()));
+    op_error("dropout",
+             std::string("input must be floating, got ") + dtype_name(x.dtype()) + " of shape " + shape_str(x.shape()));
   if (!training || p == 0.0) return x;
   return mul(x, dropout_mask(x.shape(), p, x.dtype()));
 }

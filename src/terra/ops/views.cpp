@@ -44,7 +44,8 @@ Shape resolve_shape(const char* op, const Shape& in, Shape s) {
   }
   int64_t n = numel_of(op, in);
   if (infer_at >= 0) {
-    if (known == 0 || n % known != 0) op_error(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
+    if (known == 0 || n % known != 0)
+      op_error(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
     s[size_t(infer_at)] = n / known;
   }
   if (numel_of(op, s) != n) op_error(op, "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in));
@@ -85,7 +86,7 @@ TensorMetas infer_view(std::span<const Tensor> in, const Attrs& a) {
     op_error("view", "shape " + shape_str(s) + " is invalid for input of shape " + shape_str(in[0].shape()));
   if (!view_strides(in[0].shape(), in[0].strides(), s))
     op_error("view", "shape " + shape_str(s) + " is not compatible with the input's strides " +
-                    shape_str(in[0].strides()) + " (shape " + shape_str(in[0].shape()) + "); use reshape");
+                         shape_str(in[0].strides()) + " (shape " + shape_str(in[0].shape()) + "); use reshape");
   return {{s, in[0].dtype()}};
 }
 Tensor view_view(const Tensor& x, const Attrs& a) {
@@ -99,12 +100,14 @@ const OpDef kViewOp{.name = "view", .flags = kView, .infer = infer_view, .view =
 TensorMetas infer_permute(std::span<const Tensor> in, const Attrs& a) {
   const auto& p = a.ints("dims");
   int64_t r = in[0].dim();
-  if (int64_t(p.size()) != r) op_error("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
+  if (int64_t(p.size()) != r)
+    op_error("permute", "got " + std::to_string(p.size()) + " dims for a tensor of shape " + shape_str(in[0].shape()));
   std::vector<bool> seen(size_t(r), false);
   Shape s(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
     int64_t q = p[size_t(d)];
-    if (q < 0 || q >= r || seen[size_t(q)]) op_error("permute", "dims " + shape_str(p) + " are not a permutation of rank " + std::to_string(r));
+    if (q < 0 || q >= r || seen[size_t(q)])
+      op_error("permute", "dims " + shape_str(p) + " are not a permutation of rank " + std::to_string(r));
     seen[size_t(q)] = true;
     s[size_t(d)] = in[0].shape()[size_t(q)];
   }
@@ -139,7 +142,7 @@ void check_slice(const char* op, const Shape& s, const Attrs& a) {
   int64_t n = s[size_t(d)];
   if (step <= 0 || st < 0 || st > n || en < st || en > n)
     op_error(op, "range [" + std::to_string(st) + ", " + std::to_string(en) + ") step " + std::to_string(step) +
-                " is out of bounds for dim " + std::to_string(d) + " of shape " + shape_str(s));
+                     " is out of bounds for dim " + std::to_string(d) + " of shape " + shape_str(s));
 }
 
 TensorMetas infer_slice(std::span<const Tensor> in, const Attrs& a) {
@@ -167,7 +170,7 @@ TensorMetas infer_slice_backward(std::span<const Tensor> in, const Attrs& a) {
   g[size_t(a.i("dim"))] = slice_len(a.i("start"), a.i("end"), a.i("step"));
   if (in[0].shape() != g)
     op_error("slice_backward", "gradient of shape " + shape_str(in[0].shape()) + " does not match the slice of shape " +
-                              shape_str(g) + " of " + shape_str(s));
+                                   shape_str(g) + " of " + shape_str(s));
   return {{s, in[0].dtype()}};
 }
 // The slice's region of the output is a view (view_slice, made here); the backend zeroes the output
@@ -196,7 +199,8 @@ const OpDef kSlice{.name = "slice", .flags = kView, .infer = infer_slice, .view 
 TensorMetas infer_expand(std::span<const Tensor> in, const Attrs& a) {
   const Shape& want = a.ints("shape");
   const Shape& have = in[0].shape();
-  if (want.size() < have.size()) op_error("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
+  if (want.size() < have.size())
+    op_error("expand", "cannot expand shape " + shape_str(have) + " to " + shape_str(want));
   Shape s(want.size());
   size_t off = want.size() - have.size();
   for (size_t d = 0; d < want.size(); ++d) {
@@ -298,7 +302,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   int64_t n = x.shape()[size_t(dim)];
   if (index < -n || index >= n)
     op_error("select", "index " + std::to_string(index) + " is out of range for dim " + std::to_string(dim) +
-                      " of shape " + shape_str(x.shape()));
+                           " of shape " + shape_str(x.shape()));
   if (index < 0) index += n;
   return squeeze(slice(x, dim, index, index + 1), dim);
 }
@@ -332,7 +336,8 @@ Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
   if (x.dim() == 0) return reshape(x, {1});
   start = wrap_dim("flatten", start, x.dim());
   end = wrap_dim("flatten", end, x.dim());
-  if (start > end) op_error("flatten", "start dim " + std::to_string(start) + " is after end dim " + std::to_string(end));
+  if (start > end)
+    op_error("flatten", "start dim " + std::to_string(start) + " is after end dim " + std::to_string(end));
   Shape s;
   for (int64_t d = 0; d < start; ++d) s.push_back(x.shape()[size_t(d)]);
   int64_t m = 1;

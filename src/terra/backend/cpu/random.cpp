@@ -54,7 +54,7 @@ void bernoulli_values(std::span<const Tensor> in, const Attrs&) {
     for (int64_t i = 0; i < p.numel(); ++i)
       if (!(pp[i] >= T(0) && pp[i] <= T(1)))
         op_error("bernoulli", "probability " + std::to_string(double(pp[i])) + " at position " + std::to_string(i) +
-                             " is outside [0, 1]");
+                                  " is outside [0, 1]");
   });
 }
 void bernoulli(const KernelArgs& k) {
