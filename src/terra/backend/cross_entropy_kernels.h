@@ -9,10 +9,13 @@
 
 namespace terra::kernels {
 
+// XentShape::reduction's codes; ops/ turns "none" / "mean" / "sum" into them (loss::reduction_code).
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
 struct XentShape {
   int64_t n = 1, c = 1, r = 1;  // rows are (n, r); c classes each
   int64_t ignore = -100;        // target value whose row contributes nothing
-  int64_t reduction = 1;        // 0 none, 1 mean, 2 sum
+  int64_t reduction = kMean;    // a Reduction code
   int64_t used = 0;             // rows whose target is not `ignore` (the mean's divisor)
 };
 

@@ -11,7 +11,10 @@
 
 namespace terra::loss {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+using kernels::kMean;  // the reduction codes the kernels read (backend/cross_entropy_kernels.h)
+using kernels::kNone;
+using kernels::kSum;
+using kernels::Reduction;
 
 // "none" / "mean" / "sum" to a Reduction; anything else throws "[op] reduction must be ...".
 int64_t reduction_code(const char* op, const std::string& r);

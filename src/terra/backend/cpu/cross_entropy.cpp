@@ -128,14 +128,14 @@ void forward_t(const Tensor& x, const Tensor& targets, const XentShape& s, Tenso
     });
   }
   T* po = loss.impl()->data_as<T>();
-  if (s.reduction == 0) {
+  if (s.reduction == kNone) {
     for (int64_t q = 0; q < rows; ++q) po[q] = T(row_loss[size_t(q)]);
     return;
   }
   double total = 0;
   for (int64_t q = 0; q < rows; ++q) total += row_loss[size_t(q)];
   // 0/0 = NaN when every target is ignored, as torch.
-  po[0] = s.reduction == 1 ? T(total / double(s.used)) : T(total);
+  po[0] = s.reduction == kMean ? T(total / double(s.used)) : T(total);
 }
 
 template <class T>
@@ -146,8 +146,8 @@ void backward_t(const Tensor& grad, const Tensor& x, const Tensor& targets, cons
   const T* pl = lse.impl()->data_as<T>();
   const int64_t* pt = targets.impl()->data_as<int64_t>();
   T* po = out.impl()->data_as<T>();
-  const T k = s.reduction == 1 ? T(1.0 / double(s.used)) : T(1);
-  auto scale = [&](int64_t q) { return (s.reduction == 0 ? pg[q] : pg[0]) * k; };
+  const T k = s.reduction == kMean ? T(1.0 / double(s.used)) : T(1);
+  auto scale = [&](int64_t q) { return (s.reduction == kNone ? pg[q] : pg[0]) * k; };
   const int64_t block = s.c * s.r;
   cpu::parallel_for(s.n, std::max<int64_t>(1, cpu::kGrain / std::max<int64_t>(block, 1)), [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {

@@ -12,9 +12,6 @@
 namespace terra::kernels {
 namespace {
 
-// XentShape::reduction's codes (ops/loss_common.h's Reduction).
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
 template <class T>
 T stable_sigmoid(T x) {
   if (x >= 0) return T(1) / (T(1) + std::exp(-x));
