@@ -29,10 +29,6 @@ void check_range(const char* op, const Tensor& index, int64_t size, const std::s
 }
 std::string dim_str(int64_t dim) { return "dim " + std::to_string(dim); }
 
-void zero_fill(Tensor& t) {
-  if (t.numel()) std::memset(t.impl()->data(), 0, size_t(t.numel()) * itemsize(t.dtype()));
-}
-
 struct Layout3 {
   int64_t outer = 1, n = 1, inner = 1;
 };
@@ -122,7 +118,7 @@ void index_select_backward(const KernelArgs& k) {
   Layout3 l = around(out.shape(), dim);
   const int64_t* pi = idx.impl()->data_as<int64_t>();
   int64_t m = idx.numel();
-  zero_fill(out);
+  cpu::zero_fill(*out.impl());
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* pg = g.impl()->data_as<T>();
@@ -165,7 +161,7 @@ void gather_backward(const KernelArgs& k) {
   gather_backward_values(k.in, k.attrs);
   Tensor g = cpu::contiguous_raw(k.in[0]);
   Tensor& out = k.out[0];
-  zero_fill(out);
+  cpu::zero_fill(*out.impl());
   TensorImpl& o = *out.impl();
   visit_floating(o.dtype, [&](auto z) {
     using T = decltype(z);
@@ -210,7 +206,7 @@ void embedding_backward(const KernelArgs& k) {
   int64_t d = out.shape()[1], n = idx.numel();
   int64_t pad = k.attrs.i("padding_idx");
   const int64_t* pi = idx.impl()->data_as<int64_t>();
-  zero_fill(out);
+  cpu::zero_fill(*out.impl());
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* pg = g.impl()->data_as<T>();

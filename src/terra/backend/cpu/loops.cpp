@@ -88,6 +88,10 @@ bool copy_words(TensorImpl& src, TensorImpl& dst) {
 
 }  // namespace
 
+void zero_fill(TensorImpl& t) {
+  if (t.numel) std::memset(t.data(), 0, size_t(t.numel) * itemsize(t.dtype));  // no buffer when empty
+}
+
 void copy_into(TensorImpl& src, TensorImpl& dst) {
   if (dst.numel == 0) return;  // an empty tensor may have no buffer (memcpy of null is undefined)
   if (src.dtype == dst.dtype && dense(src, dst.numel) && dst.is_contiguous()) {

@@ -200,6 +200,8 @@ void ternary_loop(TensorImpl& a, TensorImpl& b, TensorImpl& c, TensorImpl& out, 
 
 // dst = cast(src) with broadcasting; both may be strided.
 void copy_into(TensorImpl& src, TensorImpl& dst);
+// Every element of a contiguous kernel output set to 0 (outputs the kernel then scatters into).
+void zero_fill(TensorImpl& t);
 // A contiguous tensor with src's values (src itself when already contiguous). No dispatch.
 Tensor contiguous_raw(const Tensor& src);
 

@@ -2,7 +2,6 @@
 // order), and binary cross entropy with logits (elementwise loops).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -64,7 +63,7 @@ void nll_loss_backward(const Tensor& grad, const Tensor& targets, const XentShap
   Tensor g = cpu::contiguous_raw(grad), t = cpu::contiguous_raw(targets);
   const int64_t ignore = l.ignore, red = l.reduction, used = l.used;
   const int64_t* pt = t.impl()->data_as<int64_t>();
-  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
+  cpu::zero_fill(*out.impl());
   visit_floating(out.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* pg = g.impl()->data_as<T>();

@@ -1,6 +1,4 @@
 // The view ops' copies on the CPU.
-#include <cstring>
-
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/views_kernels.h"
 
@@ -9,7 +7,7 @@ namespace terra::kernels {
 void copy(const KernelArgs& k) { cpu::copy_into(*k.in[0].impl(), *k.out[0].impl()); }
 
 void slice_backward(const Tensor& grad, Tensor& out, const Tensor& region) {
-  std::memset(out.impl()->data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
+  cpu::zero_fill(*out.impl());
   cpu::copy_into(*grad.impl(), *region.impl());
 }
 
