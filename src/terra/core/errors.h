@@ -4,13 +4,16 @@
 #pragma once
 #include <string>
 
-namespace terra {
+#include "terra/core/tensor.h"
 
-class Tensor;
+namespace terra {
 
 // Throws std::invalid_argument("[op] " + what).
 [[noreturn]] void op_error(const char* op, const std::string& what);
-// Throws "[op] input k is undefined" when `x` holds no tensor.
-void need_defined(const char* op, const Tensor& x, int k = 0);
+// Throws "[op] input k is undefined" (out of line: the check below runs on every call of some ops).
+[[noreturn]] void undefined_input(const char* op, int k);
+inline void need_defined(const char* op, const Tensor& x, int k = 0) {
+  if (!x.defined()) [[unlikely]] undefined_input(op, k);
+}
 
 }  // namespace terra
