@@ -28,7 +28,7 @@ void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs
     return;
   }
   out.reserve(meta.size());
-  for (auto& m : meta) out.push_back(empty(m.shape, m.dtype, op.name));
+  for (auto& m : meta) out.push_back(empty_checked(m.shape, m.dtype, op.name));
   op.kernel(KernelArgs{in, out, attrs, rng});
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "terra/core/op.h"
+#include "terra/core/tensor.h"
 
 namespace terra {
 
@@ -14,6 +15,10 @@ namespace terra {
 template <class Out>
 void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                         const TensorMetas& meta, PhiloxKey rng, bool bump_version, Out& out);
+
+// empty() for a shape that already passed check_output: dispatch checks every output of every
+// op before any mode runs it, so the executors allocate without checking each shape again.
+Tensor empty_checked(const Shape& shape, DType dtype, const char* op);
 
 // The calling thread's tensors take ids from private blocks (see tensor.cpp): for a thread whose
 // tensors the host never sees as objects, so their ids need not be ordered with next_tensor_id().

@@ -55,7 +55,7 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
-void* TensorImpl::data() {
+void* TensorImpl::data_slow() {
   if (!has_data()) {
     if (pending) {
       auto p = pending;  // materialize may reset `pending`
@@ -101,10 +101,22 @@ int64_t check_output(const char* op, const Shape& shape, DType dtype) {
 }
 
 Tensor empty(const Shape& shape, DType dtype, const char* op) {
-  check_output(op, shape, dtype);  // throws on a bad shape; the element count comes with the strides
+  check_output(op, shape, dtype);  // throws on a bad shape
+  return empty_checked(shape, dtype, op);
+}
+
+Tensor empty_checked(const Shape& shape, DType dtype, const char* op) {
   auto t = make_pooled<TensorImpl>();
   t->shape = shape;
-  t->numel = contiguous_layout(shape, t->strides);
+  // contiguous_layout without its overflow test: check_output passed, so every product fits.
+  t->strides.resize(shape.size());
+  int64_t bound = 1, n = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    t->strides[i] = bound;
+    bound *= shape[i] > 0 ? shape[i] : 1;
+    n *= shape[i];
+  }
+  t->numel = n;
   t->dtype = dtype;
   size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
   try {

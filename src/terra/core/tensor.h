@@ -53,9 +53,17 @@ struct TensorImpl {
   bool is_contiguous() const;
   bool has_data() const { return storage && storage->data; }
   // Element 0's address; materializes a pending value first (no fetch-point bookkeeping).
-  void* data();
+  // Inline for the common case (kernels call it per operand, per op); the rest is data_slow().
+  void* data() {
+    if (storage && storage->data) [[likely]]
+      return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
+    return data_slow();
+  }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }
+
+ private:
+  void* data_slow();
 };
 
 class Tensor {
