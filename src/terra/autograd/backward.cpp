@@ -1,6 +1,7 @@
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
+#include <atomic>
+#include <span>
 
 #include "terra/autograd/grad_mode.h"
 #include "terra/autograd/node.h"
@@ -47,6 +48,12 @@ static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   }
 }
 
+// A number per backward pass: a node whose bw_pass differs has not been reached by this pass yet.
+static uint64_t next_pass() {
+  static std::atomic<uint64_t> passes{0};
+  return passes.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 void run_backward(const Tensor& root, const Tensor& gradient) {
   if (!root.defined()) throw std::invalid_argument("[backward] called on an undefined tensor");
   if (!root.requires_grad())
@@ -69,35 +76,47 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
     return;
   }
 
-  // Count, for each reachable node, how many edges point to it (iterative DFS).
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{r->grad_fn.get()};
-  deps[r->grad_fn.get()] = 0;
+  // Count, for each reachable node, how many edges point to it (iterative DFS). The counts and
+  // the gradient slots live in the nodes and one flat list, not in hash maps: a map entry per
+  // node was two mallocs per op of every backward pass.
+  const uint64_t pass = next_pass();
+  std::vector<Tensor> grads;  // node n's output gradients: grads[n->bw_first, + out_meta.size())
+  auto visit = [&](Node* n) {
+    n->bw_pass = pass;
+    n->bw_deps = 0;
+    n->bw_first = uint32_t(grads.size());
+    grads.resize(grads.size() + n->out_meta.size());
+  };
+  Node* top = r->grad_fn.get();
+  std::vector<Node*> stack{top};
+  visit(top);
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (auto& e : n->next) {
       if (!e.node) continue;
-      auto [it, fresh] = deps.try_emplace(e.node.get(), 0);
-      it->second++;
-      if (fresh) stack.push_back(e.node.get());
+      Node* m = e.node.get();
+      if (m->bw_pass != pass) {
+        visit(m);
+        stack.push_back(m);
+      }
+      m->bw_deps++;
     }
   }
 
-  std::unordered_map<Node*, std::vector<Tensor>> grads;
-  grads[r->grad_fn.get()].resize(r->grad_fn->out_meta.size());
-  grads[r->grad_fn.get()][r->output_nr] = g;
-  std::vector<Node*> ready{r->grad_fn.get()};
+  grads[top->bw_first + r->output_nr] = g;
+  std::vector<Node*>& ready = stack;  // empty again
+  ready.push_back(top);
+  std::vector<Tensor> in, out;  // one node's saved tensors (capacity kept from node to node)
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
     if (n->released)
       throw std::invalid_argument(std::string("[backward] trying to backward through the graph a second time (") +
                                   n->op->name + "'s saved tensors were already freed)");
-    std::vector<Tensor> gout = std::move(grads[n]);
-    grads.erase(n);
-    gout.resize(n->out_meta.size());
-    std::vector<Tensor> in(n->saved_in.size()), out(n->saved_out.size());
+    std::span<Tensor> gout(grads.data() + n->bw_first, n->out_meta.size());
+    in.resize(n->saved_in.size());
+    out.resize(n->saved_out.size());
     for (size_t k = 0; k < in.size(); ++k) in[k] = n->saved_in[k].unpack(n->op->name);
     for (size_t k = 0; k < out.size(); ++k) out[k] = n->saved_out[k].unpack(n->op->name);
     bool any = false;
@@ -107,6 +126,9 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
       GradArgs args{in, out, gout, n->in_meta, n->attrs, n->rng};
       gin = n->op->grad(args);
     }
+    for (auto& t : gout) t = Tensor();  // this node's gradients are used: free them now
+    in.clear();
+    out.clear();
     n->saved_in.clear();
     n->saved_out.clear();
     n->released = true;
@@ -122,13 +144,12 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
         continue;
       }
       if (!e.node) continue;
+      Node* m = e.node.get();
       if (gk.defined()) {
-        auto& slot = grads[e.node.get()];
-        slot.resize(e.node->out_meta.size());
-        Tensor& acc = slot[e.output_nr];
+        Tensor& acc = grads[m->bw_first + e.output_nr];
         acc = acc.defined() ? add(acc, gk) : gk;
       }
-      if (--deps[e.node.get()] == 0) ready.push_back(e.node.get());
+      if (--m->bw_deps == 0) ready.push_back(m);
     }
   }
 }

@@ -34,6 +34,11 @@ struct Node {
   TensorMetas out_meta;
   std::vector<SavedTensor> saved_in, saved_out;
   bool released = false;  // saved tensors freed after a backward pass
+  // run_backward's bookkeeping for the pass numbered bw_pass: edges still to deliver a gradient,
+  // and where this node's output gradients start in the pass's list.
+  uint64_t bw_pass = 0;
+  int64_t bw_deps = 0;
+  uint32_t bw_first = 0;
   ~Node();                // iterative, so a long chain does not overflow the stack
 };
 
