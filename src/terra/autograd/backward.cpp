@@ -1,7 +1,7 @@
-#include <stdexcept>
-#include <string>
 #include <atomic>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "terra/autograd/grad_mode.h"
 #include "terra/autograd/node.h"
