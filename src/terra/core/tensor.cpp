@@ -108,15 +108,7 @@ Tensor empty(const Shape& shape, DType dtype, const char* op) {
 Tensor empty_checked(const Shape& shape, DType dtype, const char* op) {
   auto t = make_pooled<TensorImpl>();
   t->shape = shape;
-  // contiguous_layout without its overflow test: check_output passed, so every product fits.
-  t->strides.resize(shape.size());
-  int64_t bound = 1, n = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    t->strides[i] = bound;
-    bound *= shape[i] > 0 ? shape[i] : 1;
-    n *= shape[i];
-  }
-  t->numel = n;
+  t->numel = contiguous_layout(shape, t->strides);
   t->dtype = dtype;
   size_t nbytes = size_t(t->numel) * itemsize(dtype);  // check_shape: fits
   try {
