@@ -120,4 +120,79 @@ TEST(LoopMessages, FallbackInsideAPredictedLoopKeepsEagerValues) {
   EXPECT_GE(c.stats.fallbacks, 1);
 }
 
+// A loop over layers: one call site takes another parameter each iteration, so its input is a
+// feed, and the loop-carried value a phi. The graph predicts both by run (OpNode::run_predicted):
+// the host sends nothing while every call takes what the last trace took there.
+TEST(LoopMessages, LoopOverLayersTakesItsParametersWithoutMessages) {
+  constexpr int kLayers = 6;
+  auto program = [](Engine& engine, const Observe& observe, double* per_step) {
+    std::vector<Tensor> w;
+    for (int k = 0; k < kLayers; ++k) w.push_back(randn({4, 4}) * 0.5);
+    Tensor x0 = randn({3, 4});
+    auto step = [&] {
+      auto s = engine.step();
+      Tensor x = x0;
+      for (int k = 0; k < kLayers; ++k) x = tanh(matmul(x, w[size_t(k)])) + x;
+      observe(x.sum());
+    };
+    for (int s = 0; s < 10; ++s) step();
+    if (per_step) *per_step = messages_per_step(engine, step, 10);
+  };
+  const double msgs = coexec_messages_like_eager(program);
+  // Before: a Validate for each layer's parameter (6), and one for the phi's change.
+  EXPECT_LT(msgs, double(kLayers));
+  std::printf("[loop messages] %d layers: %.1f messages per step\n", kLayers, msgs);
+}
+
+// Calls that differ from the prediction are sent, and the runner takes what the host sent: the
+// layers in another order, another tensor from before the step in one layer's place, a loop
+// cut short, and a phi taking another producer.
+TEST(LoopMessages, CallsThatDifferFromThePredictionAreSent) {
+  auto program = [](Engine& engine, const Observe& observe) {
+    std::vector<Tensor> w;
+    for (int k = 0; k < 4; ++k) w.push_back(randn({4, 4}) * 0.5);
+    Tensor other = randn({4, 4}) * 0.5, x0 = randn({3, 4}), x1 = randn({3, 4});
+    for (int s = 0; s < 30; ++s) {
+      auto st = engine.step();
+      Tensor x = s % 7 == 5 ? x1 * 1.0 : x0 * 1.0;
+      for (int k = 0; k < 4; ++k) {
+        const int layer = s % 5 == 3 ? 3 - k : k;  // reversed every fifth step
+        const Tensor& wk = s % 9 == 4 && k == 2 ? other : w[size_t(layer)];
+        x = tanh(matmul(x, wk)) + (s % 6 == 2 && k == 1 ? x0 : x);  // the phi takes the input once
+      }
+      observe(x.sum());
+    }
+  };
+  Observed e = run_in_mode(Mode::Eager, program);
+  Observed c = run_in_mode(Mode::CoExecution, program);
+  expect_same(e, c, "coexec");
+  EXPECT_GT(c.stats.graph_generations, 0);
+}
+
+// A call site whose attributes take another value each run (a symbolic attribute): predicted by
+// run as well, and sent when a step's sizes differ.
+TEST(LoopMessages, SymbolicAttributesArePredictedByRun) {
+  auto program = [](Engine& engine, const Observe& observe, double* per_step) {
+    Tensor x0 = randn({24});
+    const std::vector<Shape> shapes = {{4, 6}, {6, 4}, {3, 8}, {2, 12}};
+    int step_no = 0;
+    auto step = [&] {
+      auto s = engine.step();
+      Tensor acc = x0 * 1.0;
+      for (int k = 0; k < 4; ++k) {
+        const Shape& sh = shapes[size_t(step_no % 11 == 7 ? 3 - k : k)];  // sizes in another order once in a while
+        Tensor r = acc.reshape(sh);
+        acc = acc + (r * r.sum()).reshape({24}) * 0.01;
+      }
+      observe(acc);
+      step_no++;
+    };
+    for (int s = 0; s < 12; ++s) step();
+    if (per_step) *per_step = messages_per_step(engine, step, 10);
+  };
+  const double msgs = coexec_messages_like_eager(program);
+  std::printf("[loop messages] reshape to 4 sizes: %.1f messages per step\n", msgs);
+  EXPECT_LT(msgs, 8.0);  // before: a Validate for each of the 4 runs as well (10.4)
+}
+
 }  // namespace

@@ -34,6 +34,12 @@ struct Gen {
     o.fetched = std::find(n->fetched.begin(), n->fetched.end(), true) != n->fetched.end();
     bool msg = n->op->has(kRandom) || n->symbolic_attrs != 0;
     bool phi = false, feed = msg;  // `feed`: a message for something else than phis
+    bool unpredicted = n->op->has(kRandom);  // a message for something no run predicts (a random key)
+    size_t runs = ~size_t(0);      // runs every phi, feed and symbolic attribute has a prediction for
+    if (n->symbolic_attrs) {
+      if (n->run_attrs.empty()) unpredicted = true;
+      runs = n->run_attrs.size();
+    }
     for (size_t i = 0; i < n->sources.size(); ++i) {
       const auto& set = n->sources[i];
       Input in;
@@ -41,9 +47,15 @@ struct Gen {
         in.kind = Input::Phi;
         in.candidates = set;
         msg = phi = true;
+        const size_t n_picks = i < n->run_picks.size() ? n->run_picks[i].size() : 0;
+        if (n_picks == 0) unpredicted = true;
+        runs = std::min(runs, n_picks);
       } else if (set[0].kind == Source::External) {
         in.kind = Input::Feed;
         msg = feed = true;
+        if (i < n->run_tensors.size()) in.by_run = n->run_tensors[i];
+        if (std::none_of(in.by_run.begin(), in.by_run.end(), [](auto& t) { return t != nullptr; })) unpredicted = true;
+        runs = std::min(runs, in.by_run.size());
       } else if (set[0].kind == Source::Variable) {
         in.kind = Input::Variable;
         in.src = set[0];
@@ -56,9 +68,22 @@ struct Gen {
     }
     o.needs_message = msg;
     o.phi_predicted = phi && !feed;
+    o.run_predicted = msg && !unpredicted && runs > 0 && runs != ~size_t(0);
+    if (o.run_predicted) {
+      o.predicted_runs = uint32_t(std::min<size_t>(runs, 1u << 20));
+      o.picks_by_run.assign(o.predicted_runs, std::vector<uint32_t>(o.inputs.size(), 0));
+      for (size_t i = 0; i < o.inputs.size(); ++i)
+        if (o.inputs[i].kind == Input::Phi)
+          for (uint32_t r = 0; r < o.predicted_runs; ++r) {
+            const int32_t k = n->run_picks[i][r];
+            o.picks_by_run[r][i] = k >= 0 ? uint32_t(k) : ~0u;
+          }
+      if (n->symbolic_attrs) o.attrs_by_run.assign(n->run_attrs.begin(), n->run_attrs.begin() + o.predicted_runs);
+    }
     o.wait_validated = !msg && n->op->has(kInplace);
     g.needs_message[n->id] = msg;
     g.phi_predicted[n->id] = o.phi_predicted;
+    g.run_predicted[n->id] = o.run_predicted;
     return o;
   }
 
@@ -309,8 +334,8 @@ void dot_region(std::ostringstream& os, const Region& r, int& cluster) {
         const OpNode& o = it.op;
         os << "  g" << o.node << " [label=\"" << o.node << ": " << o.op->name;
         for (auto& in : o.inputs)
-          if (in.kind == Input::Feed) os << " [feed]";
-          else if (in.kind == Input::Phi) os << " [phi]";
+          if (in.kind == Input::Feed) os << (it.op.run_predicted ? " [feed by run]" : " [feed]");
+          else if (in.kind == Input::Phi) os << (it.op.run_predicted ? " [phi by run]" : " [phi]");
         if (o.fetched) os << " [fetch]";
         os << "\"];\n";
         for (auto& in : o.inputs)
@@ -334,6 +359,7 @@ SymbolicGraph generate(const trace::TraceGraph& tg) {
   g.max_age.assign(tg.num_nodes(), 0);
   g.needs_message.assign(tg.num_nodes(), 0);
   g.phi_predicted.assign(tg.num_nodes(), 0);
+  g.run_predicted.assign(tg.num_nodes(), 0);
   Gen gen(tg, g);
   gen.consumers.resize(tg.num_nodes());
   gen.collect_consumers(tg.root());

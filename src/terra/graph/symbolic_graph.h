@@ -18,6 +18,9 @@ struct Input {
   trace::Source src;                        // Value / Variable
   std::shared_ptr<TensorImpl> var;          // Variable: the graph keeps the tensor
   std::vector<trace::Source> candidates;    // Phi: the host says which one each time
+  // Feed: per run of the node in a step, the tensor from before the step the last trace fed there
+  // (null: none). The host sends the feed only when the call's tensor is another (OpNode::run_predicted).
+  std::vector<std::shared_ptr<TensorImpl>> by_run;
 };
 
 // A value the runner drops after an op (or a loop): output `out` of `node`'s latest run, or
@@ -41,6 +44,18 @@ struct OpNode {
   // the position and takes its previous choices again (a loop-carried value: one message per
   // step instead of one per iteration).
   bool phi_predicted = false;
+  // The message is only for feeds, phis and symbolic attributes, and the graph predicts them per
+  // run of the node in a step (its k-th execution), from the last trace: which producer each phi
+  // takes (picks_by_run), which tensor from before the step each feed is (Input::by_run), the
+  // attributes (attrs_by_run) -- a loop over layers takes the previous layer's value, its own
+  // parameters, its own sizes. For a run below predicted_runs the host sends the message only
+  // when the call differs from the prediction (it then carries every phi, the attributes and the
+  // feeds that differ); otherwise the runner waits for the host to validate the position and
+  // takes the prediction. Later runs follow phi_predicted's rule, or always send.
+  bool run_predicted = false;
+  uint32_t predicted_runs = 0;
+  std::vector<std::vector<uint32_t>> picks_by_run;  // [run][input]: a phi's candidate (~0u: none)
+  std::vector<Attrs> attrs_by_run;                  // [run]: with symbolic_attrs, the call's attributes
   // An in-place write that needs no message: runs only once the host validated its position
   // (StepState::host_pos), so no write the host has not reached is ever committed.
   bool wait_validated = false;
@@ -90,6 +105,7 @@ struct SymbolicGraph {
   std::vector<uint32_t> max_age;          // per node id: deepest age any input reads
   std::vector<uint8_t> needs_message;     // per node id
   std::vector<uint8_t> phi_predicted;     // per node id (OpNode::phi_predicted)
+  std::vector<uint8_t> run_predicted;     // per node id (OpNode::run_predicted)
   std::vector<uint8_t> switch_needs_select;  // per switch id
   std::vector<ControlDep> control_deps;
   uint32_t num_switches = 0;

@@ -543,6 +543,12 @@ void CoExecSession::send_events() {
 
 static std::string describe(const trace::Source& s) { return s.str(); }
 
+// Whether a fed input of run `run` is the tensor the graph predicts there (graph::Input::by_run):
+// the same tensor from before the step (its key is its id; a snapshot's is fresh).
+static bool predicted_feed(const graph::Input& x, uint32_t run, const trace::Source& got) {
+  return got.kind == trace::Source::Variable && run < x.by_run.size() && x.by_run[run] && x.by_run[run]->id == got.var_id;
+}
+
 // An in-place write into NumPy's memory or a view of it (runs_on_host): run now, kept out of the
 // trace and the graph like a stateful op. The target is a host tensor again from here on, so
 // later reads of it are feeds of its value at their call.
@@ -583,6 +589,12 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   if (debug_protocol()) std::fprintf(stderr, "host: seq %llu node %u %s\n", (unsigned long long)seq_, n->id, op.name);
   bool msg = sg_->needs_message[n->id];
   bool fed = false;  // a chosen input comes as a feed (the message cannot be left out)
+  // Phis and feeds the graph predicts for this run of the node (OpNode::run_predicted).
+  const uint32_t run = exec[n->id] - 1;
+  const graph::OpNode* by_run = msg && sg_->run_predicted[n->id] ? sg_->op_of[n->id] : nullptr;
+  if (by_run && run >= by_run->predicted_runs) by_run = nullptr;
+  // A phi takes another producer than predicted, or a symbolic attribute another value.
+  bool differs = by_run && n->symbolic_attrs && !(attrs == by_run->attrs_by_run[run]);
   if (msg) {  // filled here, swapped into a channel slot below: both keep their capacity
     // Only default values are left in feeds_ when no message took it (a feed forces the message).
     feeds_.resize(in.size());
@@ -638,10 +650,14 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
     got_[i] = got;
 #endif
     if (msg) {
-      if (set.size() > 1) phi_[i] = uint32_t(idx);
+      if (set.size() > 1) {
+        phi_[i] = uint32_t(idx);
+        if (by_run && by_run->picks_by_run[run][i] != uint32_t(idx)) differs = true;
+      }
       // The runner reads a feed for External inputs and for phis that take a host value; a lone
       // Variable source is the graph's own tensor (Input::Variable).
-      if (set[size_t(idx)].kind != trace::Source::Op && (set.size() > 1 || set[0].kind == trace::Source::External)) {
+      if (set[size_t(idx)].kind != trace::Source::Op && (set.size() > 1 || set[0].kind == trace::Source::External) &&
+          !(by_run && predicted_feed(by_run->inputs[i], run, got))) {
         fed = true;
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
@@ -657,7 +673,10 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   ring_model_.validate(n->id, seq_, got_, phi_);
 #endif
   send_events();
-  if (msg && sg_->phi_predicted[n->id]) {  // the runner repeats the node's last choices unless told
+  if (by_run) {  // the prediction holds: no message (feeds_ keeps defaults only)
+    if (!fed && !differs) msg = false;
+    if (msg && sg_->phi_predicted[n->id]) phi_last_[n->id].record(step_uid_, phi_);  // as the runner records it
+  } else if (msg && sg_->phi_predicted[n->id]) {  // the runner repeats the node's last choices unless told
     PhiChoices& last = phi_last_[n->id];
     if (!fed && last.repeats(step_uid_, phi_)) msg = false;
     else last.record(step_uid_, phi_);  // the runner records every message it takes for the node

@@ -224,6 +224,7 @@ bool GraphRunner::has_validate(const graph::OpNode& op, uint64_t p) {
 
 const std::vector<uint32_t>* GraphRunner::phi_of(const graph::OpNode& op, const Message* v) const {
   if (v) return &v->phi;
+  if (op.run_predicted && cur_run_ < op.predicted_runs) return &op.picks_by_run[cur_run_];  // the prediction held
   if (op.phi_predicted && op.node < phi_last_.size() && phi_last_[op.node].step == st_->uid) return &phi_last_[op.node].phi;
   return nullptr;
 }
@@ -309,12 +310,22 @@ void GraphRunner::run_block(const std::vector<graph::Item>& block) {
 
 Message* GraphRunner::begin_op(const graph::OpNode& op, uint64_t p) {
   if (p >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
+  if (op.run_predicted) {  // counted before any wait: every run the host validated is begun once
+    if (runs_.size() <= op.node) runs_.resize(size_t(op.node) + 1);
+    Runs& r = runs_[op.node];
+    if (r.step != st_->uid) r = Runs{st_->uid};
+    if (r.pos != p) {
+      r.run = r.next++;
+      r.pos = p;
+    }
+    cur_run_ = r.run;
+  }
   if (op.wait_validated)
     ch_.wait_until([&] {
       return st_->host_pos.load(std::memory_order_seq_cst) > p || st_->abort_at.load(std::memory_order_seq_cst) <= p;
     });
   if (p >= st_->abort_at.load(std::memory_order_acquire)) throw Abort{};
-  if (op.phi_predicted && !has_validate(op, p)) {
+  if ((op.run_predicted || op.phi_predicted) && !has_validate(op, p)) {
     if (!phi_of(op, nullptr))
       throw std::runtime_error("[GraphRunner] internal: node " + std::to_string(op.node) + " at position " +
                                std::to_string(p) + " came without its first message of the step");
@@ -344,7 +355,15 @@ void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::ve
       case Input::Variable:
         if (in[i].impl() != x.var.get()) in[i] = Tensor(x.var);
         break;
-      case Input::Feed: in[i] = v->feeds.at(i).resolve(); break;
+      case Input::Feed: {
+        // With run_predicted, the host fed only inputs that are not the predicted tensor.
+        const FeedValue* f = v ? &v->feeds.at(i) : nullptr;
+        if (f && (f->tensor.defined() || f->cell)) in[i] = f->resolve();
+        else if (op.run_predicted && cur_run_ < x.by_run.size() && x.by_run[cur_run_]) in[i] = Tensor(x.by_run[cur_run_]);
+        else throw std::runtime_error("[GraphRunner] internal: no feed for input " + std::to_string(i) + " of node " +
+                                      std::to_string(op.node) + " at position " + std::to_string(pos_));
+        break;
+      }
       case Input::Phi: {
         const trace::Source& s = x.candidates.at(phi_of(op, v)->at(i));
         in[i] = s.kind == trace::Source::Op ? value(s) : v->feeds.at(i).resolve();  // (no message: an op's)
@@ -363,7 +382,13 @@ void GraphRunner::run_op(const graph::OpNode& op, OpRecord* rec) {
   std::vector<Tensor>& in = node_in_[op.node];
   read_inputs(op, v, in, nullptr);
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
-  if (op.symbolic_attrs) std::swap(call_attrs_, v->attrs);  // the call's own values (a symbolic node always has a message)
+  // The call's own values: its message's, or the run's predicted ones the host found equal.
+  if (op.symbolic_attrs) {
+    if (v) std::swap(call_attrs_, v->attrs);
+    else if (op.run_predicted && cur_run_ < op.attrs_by_run.size()) call_attrs_ = op.attrs_by_run[cur_run_];
+    else throw std::runtime_error("[GraphRunner] internal: node " + std::to_string(op.node) + " at position " +
+                                  std::to_string(pos_) + " has symbolic attributes and no message");
+  }
   if (v) ch_.pop();
   run_read_op(op, rng, rec);
 }

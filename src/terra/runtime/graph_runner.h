@@ -163,6 +163,16 @@ class GraphRunner {
   BlockExecutor exec_;
   std::vector<std::vector<Tensor>> node_in_;  // per node: the inputs of its latest run (variables kept)
   std::vector<PhiChoices> phi_last_;  // per node id: the last choices taken (the host's mirror)
+  // Per node id: executions of a run_predicted node begun in step `step` (its run index, as the
+  // host's cursor counts it), and the run of the op begin_op began last (read_inputs' predictions).
+  struct Runs {
+    uint64_t step = 0;
+    uint32_t next = 0;
+    uint32_t run = 0;     // of the instance at `pos` (begun again after a side-by-side try: the same run)
+    uint64_t pos = ~0ull;
+  };
+  std::vector<Runs> runs_;
+  uint32_t cur_run_ = 0;
   const graph::SymbolicGraph* inputs_graph_ = nullptr;  // the graph node_in_ belongs to
   uint64_t plans_graph_ = 0;  // uid of the graph plans_ and readers_ belong to
   std::unordered_map<const void*, BlockPlan> plans_;     // per basic block of the current graph

@@ -79,7 +79,7 @@ void GraphRunner::run_span(const std::vector<graph::Item>& block, BlockPlan& pla
 bool GraphRunner::may_begin(const graph::OpNode& op, uint64_t p) const {
   if (st_->abort_at.load(std::memory_order_seq_cst) <= p) return true;  // begin_op raises the abort
   if (op.wait_validated && st_->host_pos.load(std::memory_order_seq_cst) <= p) return false;
-  if (op.phi_predicted && st_->host_pos.load(std::memory_order_seq_cst) > p) return true;
+  if ((op.phi_predicted || op.run_predicted) && st_->host_pos.load(std::memory_order_seq_cst) > p) return true;
   return !op.needs_message || !ch_.empty();
 }
 

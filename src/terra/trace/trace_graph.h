@@ -38,6 +38,15 @@ struct Node {
   std::vector<std::vector<Source>> sources;  // per input: producers seen in traces
   std::vector<std::shared_ptr<TensorImpl>> variables;  // per input: the tensor of its Variable source
   std::vector<bool> fetched;                 // per output: a fetch point
+  // Per input, per run of the node in the latest trace that ran it (the k-th execution in its
+  // step): the tensor from before the step it took, or null. A call site in a loop over layers
+  // takes another parameter each iteration, so its input is fed; the graph predicts the feed by
+  // run from this, and the host sends one only when the call's tensor differs (graph::OpNode::run_predicted).
+  std::vector<std::vector<std::shared_ptr<TensorImpl>>> run_tensors;
+  // Per input, per run as above: the index in `sources` of the producer it took (-1: none). With
+  // run_tensors, the graph's prediction of which value each run of a loop-carried input reads.
+  std::vector<std::vector<int32_t>> run_picks;
+  std::vector<Attrs> run_attrs;  // per run as above: the call's attributes (symbolic ones vary by run)
   uint32_t num_outputs = 0;
   // Bit k: attribute k took different values at this call site (a symbolic dimension, a mutated
   // hyper-parameter); the host sends the call's own value every time instead of the graph baking it.
