@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "terra/backend/activations_kernels.h"
+#include "terra/backend/cpu/float_unary.h"
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/cpu/tile_loops.h"
 #include "terra/backend/cpu/vector_math.h"
@@ -15,13 +16,7 @@ using cpu::any_erf;
 using cpu::any_exp;
 using cpu::any_tanh;
 
-template <class F>
-void float_unary(const KernelArgs& k, F f) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [f](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
-  });
-}
+using cpu::float_unary;
 
 // Element functions are types: the kernel and the fused tile (tile_f32) apply the same one.
 struct exp_fn {

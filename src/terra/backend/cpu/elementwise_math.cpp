@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "terra/backend/cpu/float_unary.h"
 #include "terra/backend/cpu/loops.h"
 #include "terra/backend/cpu/tile_loops.h"
 #include "terra/backend/cpu/vector_math.h"
@@ -11,13 +12,7 @@
 namespace terra::kernels {
 namespace {
 
-template <class F>
-void float_unary(const KernelArgs& k, F f) {
-  visit_floating(k.out[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    cpu::unary_loop<T, T>(*k.in[0].impl(), *k.out[0].impl(), [&](T a) TERRA_VECTOR_LAMBDA { return static_cast<T>(f(a)); });
-  });
-}
+using cpu::float_unary;
 template <class F>
 void numeric_unary(const KernelArgs& k, F f) {
   DType d = k.out[0].dtype();
