@@ -380,30 +380,27 @@ static int32_t pick_of(const std::vector<Source>& set, const Source& s) {
   return -1;
 }
 
-// Records what run `run` of node n took per input: the producer's index in its set (after the
+// Records what run `run` of node n took at input k: the producer's index in its set (after the
 // record's sources were added), and the tensor from before the step it was (null: anything else).
 // Both are guesses the graph predicts from; the host checks each call against them.
-static void note_run_picks(Node& n, size_t input, const Source& s, uint32_t run) {
-  if (n.run_picks.size() < n.sources.size()) n.run_picks.resize(n.sources.size());
-  auto& picks = n.run_picks[input];
-  if (picks.size() <= run) picks.resize(size_t(run) + 1, -1);
-  picks[run] = pick_of(n.sources[input], s);
-}
-
-static void note_run_tensors(Node& n, const Record& r, uint32_t run) {
-  if (n.run_tensors.size() < r.inputs.size()) n.run_tensors.resize(r.inputs.size());
-  for (size_t k = 0; k < r.inputs.size(); ++k) {
-    const RecordSource& rs = r.inputs[k];
-    const bool pre_step = rs.external && rs.key != kFreshKey && !is_constant_key(rs.key);
-    auto& runs = n.run_tensors[k];
-    if (runs.size() <= run) {
-      if (!pre_step || !rs.tensor) continue;
-      runs.resize(size_t(run) + 1);
-    }
-    // A co-executed prefix of a fallback step records the key alone: the entry stays if it names it.
-    std::shared_ptr<TensorImpl> t = rs.tensor ? rs.tensor : (runs[run] && runs[run]->id == rs.key ? runs[run] : nullptr);
-    runs[run] = pre_step ? std::move(t) : nullptr;
+static void note_run_input(Node& n, size_t k, const Source& s, const RecordSource& rs, uint32_t run) {
+  if (n.run_picks.size() < n.sources.size()) {
+    n.run_picks.resize(n.sources.size());
+    n.run_tensors.resize(n.sources.size());
   }
+  auto& picks = n.run_picks[k];
+  if (picks.size() <= run) picks.resize(size_t(run) + 1, -1);
+  picks[run] = pick_of(n.sources[k], s);
+
+  const bool pre_step = rs.external && rs.key != kFreshKey && !is_constant_key(rs.key);
+  auto& tensors = n.run_tensors[k];
+  if (tensors.size() <= run) {
+    if (!pre_step || !rs.tensor) return;
+    tensors.resize(size_t(run) + 1);
+  }
+  // A co-executed prefix of a fallback step records the key alone: the entry stays if it names it.
+  std::shared_ptr<TensorImpl> t = rs.tensor ? rs.tensor : (tensors[run] && tensors[run]->id == rs.key ? tensors[run] : nullptr);
+  tensors[run] = pre_step ? std::move(t) : nullptr;
 }
 
 bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized) {
@@ -452,14 +449,13 @@ bool TraceGraph::merge(const Trace& t, std::string* why, bool* only_generalized)
     }
     rec_node[i] = n->id;
     rec_exec[i] = c.exec_count()[n->id] - 1;
-    note_run_tensors(*n, r, rec_exec[i]);
     if (n->run_attrs.size() <= rec_exec[i]) n->run_attrs.resize(size_t(rec_exec[i]) + 1);
     n->run_attrs[rec_exec[i]] = r.attrs;
     for (size_t k = 0; k < r.inputs.size(); ++k) {
       Source s = to_source(r.inputs[k], rec_node, rec_exec, c.exec_count());
       bool had = !n->sources[k].empty();
       bool added = add_source(*n, k, s, r.inputs[k].tensor);
-      note_run_picks(*n, k, s, rec_exec[i]);
+      note_run_input(*n, k, s, r.inputs[k], rec_exec[i]);
       // An input that was one tensor and is now fed generalizes the node; a new producer does not.
       bool fed = had && n->sources[k].size() == 1 && n->sources[k][0].kind == Source::External;
       note(
