@@ -13,6 +13,7 @@
 //   prime: max(W, 1) steps, untimed (process warm-up: thread pools, oneDNN primitive caches);
 //   full:  N steps, timed from Engine construction to synchronize() -> total_s;
 //   head:  W steps, timed the same way (skipped when W = 0);
+//   --quick (small sizes) defaults to --steps 200 --warmup 20 --repeat 3: enough steps to measure.
 //   with --repeat R, R rounds: every mode of a program runs once per round, each in its own child,
 //   modes back to back, so a slow stretch of a shared machine hits the modes of a round alike.
 //   steps/s is the median of the R rates; a mode's speedup is the median over rounds of that round's
@@ -56,7 +57,7 @@ struct Options {
   std::vector<std::string> modes = {"eager", "lazy", "coexec"};
   int steps = 20;
   int warmup = 5;
-  bool warmup_set = false;
+  bool steps_set = false, warmup_set = false, repeat_set = false;
   std::string csv, plots, torch, plot_script;
   bool quick = false;
   uint64_t seed = 0;
@@ -68,6 +69,9 @@ struct Options {
   bool probe = false;  // child: also measure memory and step latency (the first round's child)
 };
 
+// --quick's defaults (each unless given): steps, warm-up steps and rounds.
+constexpr int kQuickSteps = 200, kQuickWarmup = 20, kQuickRepeat = 3;
+
 [[noreturn]] void usage(const std::string& err) {
   std::fprintf(stderr,
                "%s%s"
@@ -75,6 +79,7 @@ struct Options {
                "                   [--csv FILE [--plots DIR]] [--quick] [--seed S] [--torch FILE] [--timeout SEC]\n"
                "                   [--repeat R] [--threads N] [--plot-script PATH] [--list]\n"
                "  steps/s is steady state over the N-W steps after warm-up; total_s includes setup and tracing.\n"
+               "  Defaults: --steps 20 --warmup 5 --repeat 1; with --quick, --steps 200 --warmup 20 --repeat 3.\n"
                "  Losses must equal eager's exactly (tolerance 0); exit status 1 if not, or if a run failed.\n",
                err.c_str(), err.empty() ? "" : "\n");
   std::exit(2);
@@ -764,7 +769,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--programs") o.programs = split(value(i), ',');
     else if (a == "--modes") o.modes = split(value(i), ',');
-    else if (a == "--steps") o.steps = to_int(a, value(i));
+    else if (a == "--steps") o.steps = to_int(a, value(i)), o.steps_set = true;
     else if (a == "--warmup") o.warmup = to_int(a, value(i)), o.warmup_set = true;
     else if (a == "--csv") o.csv = value(i);
     else if (a == "--plots") o.plots = value(i);
@@ -775,13 +780,21 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") o.timeout_s = to_int(a, value(i));
     else if (a == "--child") o.child = value(i);
     else if (a == "--probe") o.probe = true;
-    else if (a == "--repeat") o.repeat = std::max(1, to_int(a, value(i)));
+    else if (a == "--repeat") o.repeat = std::max(1, to_int(a, value(i))), o.repeat_set = true;
     else if (a == "--threads") o.threads = to_int(a, value(i)), o.threads_set = true;
     else if (a == "--list") {
       for (const Program& p : all_programs()) std::printf("%-18s %s\n", p.name.c_str(), p.feature.c_str());
       return 0;
     } else if (a == "-h" || a == "--help") usage("");
     else usage("unknown argument " + a);
+  }
+  if (o.quick && o.child.empty()) {
+    // Quick sizes take ~0.3-2 ms a step: 15 timed steps are a window of a few ms, in which this
+    // machine's jitter and one fallback decide the ratio (docs/terra-bench.md, "Quick runs").
+    // Quick runs get steps enough to measure instead: ~15 s for all ten programs in two modes.
+    if (!o.steps_set) o.steps = kQuickSteps;
+    if (!o.warmup_set && !o.steps_set) o.warmup = kQuickWarmup, o.warmup_set = true;
+    if (!o.repeat_set) o.repeat = kQuickRepeat;
   }
   try {
     if (o.threads_set) set_num_threads(o.threads);

@@ -78,7 +78,7 @@ TEST(TerraBench, QuickCsvHasOneCheckedRowPerProgramAndMode) {
   // No warm-up steps: steady-state steps/s is then the full run's rate. With warm-up it is (full -
   // head) of two separate runs, which a loaded machine can make non-positive over 4 steps (no rate).
   int code = run("OMP_WAIT_POLICY=PASSIVE '" + bin +
-                     "' --programs resnet,gpt2 --modes eager,lazy,coexec --steps 4 --warmup 0 --quick --timeout 120 "
+                     "' --programs resnet,gpt2 --modes eager,lazy,coexec --steps 4 --warmup 0 --repeat 1 --quick --timeout 120 "
                      "--csv '" + csv + "'",
                  &out);
   ASSERT_EQ(code, 0) << out;
@@ -167,7 +167,8 @@ TEST(TerraBench, RunsWithoutCsvAndPrintsTheTable) {
   std::string bin = bench_binary();
   if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
   std::string out;
-  int code = run("'" + bin + "' --programs dcgan --modes eager,coexec --steps 3 --warmup 0 --quick --timeout 120", &out);
+  int code = run("'" + bin + "' --programs dcgan --modes eager,coexec --steps 3 --warmup 0 --repeat 1 --quick --timeout 120",
+                 &out);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("[2/2] dcgan coexec"), std::string::npos) << out;
   EXPECT_NE(out.find("exact"), std::string::npos) << out;
@@ -175,6 +176,23 @@ TEST(TerraBench, RunsWithoutCsvAndPrintsTheTable) {
   code = run("'" + bin + "' --programs dcgan --quick --plots /tmp/never_written", &out);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("--plots DIR needs --csv FILE"), std::string::npos) << out;
+}
+
+// --quick alone measures enough steps to resolve a ratio (200 steps, 20 warm-up, 3 rounds); each of
+// them may still be given, and a given --steps keeps the usual warm-up (a quarter, at most 5).
+TEST(TerraBench, QuickDefaultsToEnoughStepsToMeasure) {
+  std::string bin = bench_binary();
+  if (bin.empty()) GTEST_SKIP() << "terra-bench not built next to terra_tests";
+  std::string out;
+  ASSERT_EQ(run("'" + bin + "' --programs dcgan --modes eager --quick --timeout 120", &out), 0) << out;
+  EXPECT_NE(out.find("200 steps (20 warm-up)"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 timed repetitions"), std::string::npos) << out;
+  EXPECT_NE(out.find("[3/3] dcgan eager round 3/3"), std::string::npos) << out;
+  ASSERT_EQ(run("'" + bin + "' --programs dcgan --modes eager --quick --steps 8 --timeout 120", &out), 0) << out;
+  EXPECT_NE(out.find("8 steps (2 warm-up)"), std::string::npos) << out;
+  ASSERT_EQ(run("'" + bin + "' --programs dcgan --modes eager --steps 8 --timeout 120", &out), 0) << out;
+  EXPECT_NE(out.find("8 steps (2 warm-up)"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 timed repetition\n"), std::string::npos) << out;
 }
 
 TEST(TerraBench, RejectsUnknownProgram) {
