@@ -3,9 +3,11 @@
 // run at once and must each give the eager values. Under ThreadSanitizer this checks that shared state.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 #include "runtime/mode_harness.h"
+#include "terra/runtime/coexec.h"
 
 using namespace terra;
 using namespace terra::testing;
@@ -61,4 +63,71 @@ TEST(ConcurrentEngines, CoExecAndLazyOnThreadsMatchEager) {
   for (int t = 0; t < 3; ++t) expect_same(eager, got[t], mode_name(modes[t]));
   EXPECT_GT(got[0].stats.steps - got[0].stats.traces, 0);  // co-execution really ran
   EXPECT_GT(got[1].stats.steps - got[1].stats.traces, 0);
+}
+
+namespace {
+
+// One SGD step of a tiny regression on `w`; returns the loss.
+Tensor regression_step(Tensor& w, float scale) {
+  Tensor x = full({4, 3}, scale);
+  Tensor d = matmul(x, w) - 1.0f;
+  Tensor loss = (d * d).mean();
+  loss.backward();
+  NoGradGuard ng;
+  w.sub_(w.grad() * 0.1);
+  w.set_grad({});
+  return loss.detach();
+}
+
+Tensor fresh_weight() {
+  Tensor w = full({3, 2}, 0.25f);
+  w.requires_grad_();
+  return w;
+}
+
+// Losses of 12 steps of two models, each step of `a` followed by one of `b`; with `nested`, b's
+// step runs inside a's, and a's last op comes after b's step ended.
+std::vector<float> two_models(Engine& a, Engine& b, bool nested) {
+  Tensor wa = fresh_weight(), wb = fresh_weight();
+  std::vector<Tensor> losses;
+  for (int s = 0; s < 12; ++s) {
+    std::optional<Step> sa(a.step());
+    Tensor la = regression_step(wa, 0.5f);
+    if (!nested) sa.reset();
+    {
+      auto sb = b.step();
+      losses.push_back(regression_step(wb, 0.25f));
+    }
+    losses.push_back(la * 2.0f);  // in a's step when nested
+    sa.reset();
+  }
+  std::vector<float> out;
+  for (const Tensor& l : losses) out.push_back(l.item<float>());
+  for (const Tensor& w : {wa, wb})
+    for (float v : w.to_vector<float>()) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+// Two co-executing engines on one thread: the engine made first used to run every step eagerly,
+// because the idle executor of the engine made last sat above it on the thread's stack.
+TEST(ConcurrentEngines, TwoCoExecEnginesOnOneThreadBothCoExecute) {
+  for (bool nested : {false, true}) {
+    std::vector<float> eager;
+    {
+      Engine a(Mode::Eager), b(Mode::Eager);
+      eager = two_models(a, b, nested);
+    }
+    Engine a(Mode::CoExecution), b(Mode::CoExecution);
+    EXPECT_EQ(two_models(a, b, nested), eager) << "nested " << nested;
+    for (Engine* e : {&a, &b}) {
+      const Stats s = e->stats();
+      EXPECT_EQ(s.steps, 12) << "nested " << nested;
+      EXPECT_LE(s.traces, 4) << "nested " << nested;  // it converged and co-executed the rest
+      EXPECT_GT(s.runner_busy_s, 0.0) << "nested " << nested;
+      // Its own ops reached its graph (a regression step is ~20 of them), not another engine's.
+      EXPECT_GE(e->coexec()->trace_graph().num_nodes(), 10u) << "nested " << nested;
+    }
+  }
 }

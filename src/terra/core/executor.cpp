@@ -41,6 +41,14 @@ void ExecutorStack::replace(Executor* old, Executor* now) {
   update();
 }
 
+void ExecutorStack::move(Executor* old, Executor* now, bool top) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = std::find(entries_.rbegin(), entries_.rend(), old);
+  if (it != entries_.rend()) entries_.erase(std::next(it).base());
+  entries_.insert(top ? entries_.end() : entries_.begin(), now);
+  update();
+}
+
 Executor* current_executor() { return t_stack_raw ? t_stack_raw->top() : nullptr; }
 
 EagerScope::EagerScope() : saved_(std::exchange(t_stack_raw, nullptr)) {}

@@ -284,9 +284,11 @@ void CoExecSession::sync_for_eager() {
   else sync_all();
 }
 
+// The executor of an open step goes on top of the thread's stack, the idle one to the bottom: with
+// two co-executing engines on one thread, the idle executor of the engine made last used to sit
+// above the other's step and ran that step's calls eagerly (it never co-executed).
 void CoExecSession::install(Executor* e) {
-  if (installed_) stack_->replace(installed_, e);
-  else stack_->push(e);
+  stack_->move(installed_, e, /*top=*/e != idle_.get());
   installed_ = e;
 }
 
