@@ -178,6 +178,8 @@ class CoExecSession::SkeletonExec : public Executor {
 // Live sessions: an eager op between steps may read variables any of them is still updating.
 static std::mutex g_sessions_mu;
 static std::vector<CoExecSession*> g_sessions;
+// Sessions that ever sent an in-place write into a graph value (value_write_steps_ > 0), rare.
+static std::atomic<int> g_value_writers{0};
 
 // A tensor a graph owes (or owed) an in-place write: its bytes are final only once every runner
 // finished what was sent to it. Memory NumPy may write (Storage::foreign; Python's Tensor.numpy()
@@ -238,6 +240,7 @@ CoExecSession::~CoExecSession() {
     std::lock_guard<std::mutex> g(g_sessions_mu);
     g_sessions.erase(std::find(g_sessions.begin(), g_sessions.end(), this));
   }
+  if (value_writer_) g_value_writers.fetch_sub(1, std::memory_order_relaxed);
   close_quietly();
   host_runs_kernels(false);
   stack_->remove(installed_);
@@ -273,6 +276,9 @@ bool CoExecSession::value_writes_pending() const { return runner_->steps_finishe
 // over) make every read wait for the steps that hold them, in this session or another of this thread.
 bool CoExecSession::thread_value_writes_pending() const {
   if (value_writes_pending()) return true;
+  // Every eager op beside an idle session asks this: skip the lock while no session ever sent
+  // such a write (a session of this thread counts itself here before its first one).
+  if (g_value_writers.load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard<std::mutex> g(g_sessions_mu);
   for (CoExecSession* o : g_sessions)
     if (o != this && o->stack_ == stack_ && o->value_writes_pending()) return true;
@@ -697,7 +703,11 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 
   if (op.has(kInplace))
     for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k)
-      if (in[k].impl()->pending) value_write_steps_ = steps_sent_;  // this step (see thread_value_writes_pending)
+      if (in[k].impl()->pending) {  // this step (see thread_value_writes_pending)
+        if (!value_writer_) g_value_writers.fetch_add(1, std::memory_order_relaxed);
+        value_writer_ = true;
+        value_write_steps_ = steps_sent_;
+      }
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   bool ready = false;
   CellSlot* slot = st_->host_cell(seq_, &ready);

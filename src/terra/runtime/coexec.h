@@ -112,6 +112,7 @@ class CoExecSession {
   uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step
   uint64_t steps_sent_ = 0;  // steps handed to the runner
   uint64_t value_write_steps_ = 0;  // steps_sent_ when the last in-place write into a graph value was sent
+  bool value_writer_ = false;       // counted in g_value_writers (coexec.cpp)
   // current step
   trace::Trace trace_;
   std::unique_ptr<trace::Cursor> cursor_;
