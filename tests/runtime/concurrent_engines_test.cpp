@@ -131,3 +131,31 @@ TEST(ConcurrentEngines, TwoCoExecEnginesOnOneThreadBothCoExecute) {
     }
   }
 }
+
+// A value one engine's step made, read in another engine's step: the reader must see a value from
+// outside its step. Step uids were counted per session, so engine b's step n took a's step-n
+// tensors for its own records (the same number) and its graph read the wrong producer: b computed
+// u + u where the program said t + u.
+TEST(ConcurrentEngines, AValueFromAnotherEnginesStepIsNotTakenForOwnRecord) {
+  auto program = [](Mode m) {
+    Engine a(m), b(m);
+    Tensor w = full({2}, 1.0f);
+    std::vector<float> out;
+    for (int s = 0; s < 8; ++s) {
+      Tensor t;
+      {
+        auto st = a.step();
+        t = w * 2.0f;  // a's first op of its step
+      }
+      auto st = b.step();
+      Tensor u = full({2}, 3.0f);
+      Tensor y = t + u;
+      for (float v : y.to_vector<float>()) out.push_back(v);
+    }
+    return out;
+  };
+  std::vector<float> eager = program(Mode::Eager);
+  EXPECT_EQ(eager.front(), 5.0f);
+  EXPECT_EQ(program(Mode::CoExecution), eager);
+  EXPECT_EQ(program(Mode::Lazy), eager);
+}

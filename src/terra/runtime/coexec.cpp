@@ -421,7 +421,11 @@ void CoExecSession::settle_kept_placeholders() {
 
 void CoExecSession::begin_step() {
   settle_kept_placeholders();
-  step_uid_++;
+  // Unique in the process, not per session: a tensor carries the uid of the step that recorded it
+  // (TensorImpl::trace_step), and another engine's step with the same number would take it for one
+  // of its own records (a wrong source in its TraceGraph).
+  static std::atomic<uint64_t> g_step_uids{0};
+  step_uid_ = g_step_uids.fetch_add(1, std::memory_order_relaxed) + 1;
   step_first_id_ = next_tensor_id();
   t0_ = Clock::now();
   stall0_ = t_stall;
@@ -668,6 +672,12 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
           !(by_run && predicted_feed(by_run->inputs[i], run, got))) {
         fed = true;
         auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
+        // Another engine's placeholder: its runner is not ordered with this one, which could read
+        // the cell before it is filled. Its value is taken here, as eager would read it.
+        if (sp && !t->has_data() && sp->step && sp->step->runner != &runner_->channel()) {
+          t->data();  // waits for that runner; `sp` is gone
+          sp = nullptr;
+        }
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
           feeds_[i] = sp->settled.defined()
                           ? FeedValue{sp->settled, nullptr, 0}

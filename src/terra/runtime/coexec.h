@@ -108,7 +108,7 @@ class CoExecSession {
   Phase phase_ = Phase::Idle;
   bool converged_ = false;
   bool disabled_ = false;  // co-execution given up (see note_growth)  // tracing found the graph covering the latest trace
-  uint64_t step_uid_ = 0;
+  uint64_t step_uid_ = 0;  // this step's uid, unique in the process (begin_step)
   uint64_t step_first_id_ = 0;  // tensors with smaller ids existed before the step
   uint64_t steps_sent_ = 0;  // steps handed to the runner
   uint64_t value_write_steps_ = 0;  // steps_sent_ when the last in-place write into a graph value was sent

@@ -66,7 +66,8 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
       // An exact type check: a dynamic_cast per input costs more than the rest of this loop.
       PendingValue* pv = t->pending.get();
       auto* lp = pv && typeid(*pv) == typeid(LazyPending) ? static_cast<LazyPending*>(pv) : nullptr;
-      if (lp && lp->batch == batch_ && !t->has_data()) b.refs[first + i] = {lp->entry, lp->out};
+      // Another engine's batch may carry the same number: only this engine's entries are wired.
+      if (lp && lp->exec == this && lp->batch == batch_ && !t->has_data()) b.refs[first + i] = {lp->entry, lp->out};
       // NumPy may overwrite a shared array before the barrier: keep the value of this call.
       else if (needs_snapshot(*t))
         b.inputs[first + i] = Tensor(host_snapshot(*t));
