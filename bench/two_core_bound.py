@@ -23,7 +23,7 @@ Eager's wall is the main thread's samples (it runs every step and spins while a 
 chunk; where it sleeps instead, the bound comes out higher, never lower).
 
   bench/two_core_bound.py [--python] [--programs a,b|all] [--steps N] [--quick] [--threads T]
-  (C++: <build>/terra-bench --child P:eager; --python: python3 -m terra.programs P, with
+  (C++: <build>/terra-bench --child P:eager; --python: terra.programs.run(P, "eager", N) in a child, with
    PYTHONPATH=<build>/python). Needs perf (Debian's linux-perf).
 """
 import argparse

@@ -33,14 +33,6 @@ void ExecutorStack::remove(Executor* e) {
   update();
 }
 
-void ExecutorStack::replace(Executor* old, Executor* now) {
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = std::find(entries_.rbegin(), entries_.rend(), old);
-  if (it == entries_.rend()) entries_.push_back(now);
-  else *it = now;
-  update();
-}
-
 void ExecutorStack::move(Executor* old, Executor* now, bool top) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = std::find(entries_.rbegin(), entries_.rend(), old);

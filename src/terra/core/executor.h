@@ -31,7 +31,6 @@ class ExecutorStack {
   static std::shared_ptr<ExecutorStack> of_this_thread();
   void push(Executor* e);
   void remove(Executor* e);                // no-op when absent
-  void replace(Executor* old, Executor* now);  // in place (pushes `now` when `old` is absent)
   // `old` leaves (when present) and `now` goes on top (`top` true) or to the bottom. An engine
   // whose step begins goes on top, one whose step ended to the bottom: an idle engine created
   // later must not take the calls of another engine's open step.
