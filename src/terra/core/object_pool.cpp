@@ -59,7 +59,39 @@ struct Cache {
     alive = false;
   }
 };
-thread_local Cache tc;
+// On the heap behind a trivially destructible thread-local pointer, as the allocator's thread
+// cache (allocator.cpp says why: libterra's TLS block must stay small). A thread that exited
+// points at a shared dead cache (alive == false, no blocks): only read.
+thread_local Cache* t_cache = nullptr;
+
+Cache& dead_cache() {
+  static Cache* d = [] {
+    auto* c = new Cache;  // leaked: objects may be freed during static destruction
+    c->alive = false;
+    return c;
+  }();
+  return *d;
+}
+
+struct CacheOwner {
+  ~CacheOwner() {
+    Cache* c = t_cache;
+    t_cache = &dead_cache();
+    delete c;  // its free blocks go to the shared lists
+  }
+};
+
+__attribute__((noinline)) Cache& new_cache() {
+  thread_local CacheOwner owner;  // its destructor runs at thread exit
+  (void)&owner;
+  t_cache = new Cache;
+  return *t_cache;
+}
+
+inline Cache& this_thread_cache() {
+  Cache* c = t_cache;
+  return __builtin_expect(c != nullptr, 1) ? *c : new_cache();
+}
 
 size_t class_of(size_t bytes) { return bytes ? (bytes - 1) / kGranule : 0; }
 
@@ -88,7 +120,7 @@ void* pool_allocate(size_t bytes) {
 #else
   if (bytes > kPoolMaxBytes) return ::operator new(bytes);
   const size_t c = class_of(bytes);
-  Cache& t = tc;
+  Cache& t = this_thread_cache();
   if (!t.head[c] && t.alive) {
     Shared& s = shared();
     std::lock_guard<std::mutex> g(s.mu);
@@ -116,7 +148,7 @@ void pool_deallocate(void* p, size_t bytes) {
   if (bytes > kPoolMaxBytes) return ::operator delete(p);
   const size_t c = class_of(bytes);
   FreeNode* node = static_cast<FreeNode*>(p);
-  Cache& t = tc;
+  Cache& t = this_thread_cache();
   if (!t.alive) {  // a thread_local destroyed after the cache frees an object
     node->next = nullptr;
     return give(c, {node, 1});
