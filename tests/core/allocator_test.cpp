@@ -2,6 +2,7 @@
 // kept and handed out again (a large tensor freed and made again each step must not page-fault its
 // memory in each time), counted in the stats, and given back by empty_cache().
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <cstdint>
 #include <cstring>
@@ -89,6 +90,32 @@ TEST(Allocator, TensorsAboveEightMiBReuseTheirStorageAcrossSteps) {
       EXPECT_EQ(allocator_stats().cache_hits, before.cache_hits + 1) << "step " << step;
     }
   }
+}
+
+// libterra's thread-local block must fit glibc's static TLS surplus (rtld.optional_static_tls,
+// 512 bytes by default): the Python module dlopens libterra, and a larger block goes to dynamic
+// TLS, where every thread-local access of every op costs a _dl_tlsdesc_dynamic call. Per-thread
+// caches therefore live on the heap behind a pointer (allocator.cpp, object_pool.cpp).
+TEST(Allocator, LibterrasThreadLocalBlockFitsStaticTls) {
+  struct Found {
+    uintptr_t probe;
+    int64_t tls = -1;
+  } f{reinterpret_cast<uintptr_t>(&allocate)};
+  dl_iterate_phdr([](dl_phdr_info* info, size_t, void* data) -> int {
+    auto& f = *static_cast<Found*>(data);
+    bool mine = false;
+    int64_t tls = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const auto& ph = info->dlpi_phdr[i];
+      uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+      if (ph.p_type == PT_LOAD && f.probe >= lo && f.probe < lo + ph.p_memsz) mine = true;
+      if (ph.p_type == PT_TLS) tls = int64_t(ph.p_memsz);
+    }
+    if (mine) f.tls = tls;
+    return mine;
+  }, &f);
+  ASSERT_GE(f.tls, 0) << "libterra not found among the loaded objects";
+  EXPECT_LE(f.tls, 448) << "libterra's PT_TLS is " << f.tls << " bytes";
 }
 
 }  // namespace
