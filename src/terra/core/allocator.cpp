@@ -9,6 +9,8 @@
 #include <new>
 #include <vector>
 
+#include "terra/core/thread_heap.h"
+
 namespace terra {
 namespace {
 
@@ -134,41 +136,8 @@ struct ThreadCache {
     alive = false;
   }
 };
-// The cache lives on the heap behind a trivially destructible thread-local pointer: libterra's
-// TLS block stays small enough for glibc to place it in static TLS when Python dlopens the
-// library (3 KB of caches inline put it in dynamic TLS: every thread-local access of every op then
-// went through _dl_tlsdesc_dynamic, ~500 instructions a Python op call). A thread that exited
-// points at a shared cache in the state ~ThreadCache leaves (alive == false, empty): only read.
-thread_local ThreadCache* t_cache = nullptr;
-
-ThreadCache& dead_cache() {
-  static ThreadCache* d = [] {
-    auto* c = new ThreadCache;  // leaked: threads may free blocks during static destruction
-    c->alive = false;
-    return c;
-  }();
-  return *d;
-}
-
-struct CacheOwner {
-  ~CacheOwner() {
-    ThreadCache* c = t_cache;
-    t_cache = &dead_cache();
-    delete c;  // flushes its blocks to the pool
-  }
-};
-
-__attribute__((noinline)) ThreadCache& new_thread_cache() {
-  thread_local CacheOwner owner;  // its destructor runs at thread exit
-  (void)&owner;
-  t_cache = new ThreadCache;
-  return *t_cache;
-}
-
-inline ThreadCache& thread_cache() {
-  ThreadCache* c = t_cache;
-  return __builtin_expect(c != nullptr, 1) ? *c : new_thread_cache();
-}
+// On the heap behind a thread-local pointer (core/thread_heap.h: libterra's TLS block stays small).
+inline ThreadCache& thread_cache() { return ThreadHeap<ThreadCache>::get(); }
 
 }  // namespace
 

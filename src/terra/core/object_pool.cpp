@@ -5,6 +5,8 @@
 #include <mutex>
 #include <vector>
 
+#include "terra/core/thread_heap.h"
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TERRA_POOL_PASSTHROUGH 1
 #endif
@@ -59,39 +61,8 @@ struct Cache {
     alive = false;
   }
 };
-// On the heap behind a trivially destructible thread-local pointer, as the allocator's thread
-// cache (allocator.cpp says why: libterra's TLS block must stay small). A thread that exited
-// points at a shared dead cache (alive == false, no blocks): only read.
-thread_local Cache* t_cache = nullptr;
-
-Cache& dead_cache() {
-  static Cache* d = [] {
-    auto* c = new Cache;  // leaked: objects may be freed during static destruction
-    c->alive = false;
-    return c;
-  }();
-  return *d;
-}
-
-struct CacheOwner {
-  ~CacheOwner() {
-    Cache* c = t_cache;
-    t_cache = &dead_cache();
-    delete c;  // its free blocks go to the shared lists
-  }
-};
-
-__attribute__((noinline)) Cache& new_cache() {
-  thread_local CacheOwner owner;  // its destructor runs at thread exit
-  (void)&owner;
-  t_cache = new Cache;
-  return *t_cache;
-}
-
-inline Cache& this_thread_cache() {
-  Cache* c = t_cache;
-  return __builtin_expect(c != nullptr, 1) ? *c : new_cache();
-}
+// On the heap behind a thread-local pointer (core/thread_heap.h: libterra's TLS block stays small).
+inline Cache& this_thread_cache() { return ThreadHeap<Cache>::get(); }
 
 size_t class_of(size_t bytes) { return bytes ? (bytes - 1) / kGranule : 0; }
 
