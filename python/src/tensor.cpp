@@ -123,8 +123,9 @@ Tensor index_of(const Tensor& x, py::handle idx) {
 void bind_tensor(py::module_& m) {
   // module_local: pybind11 looks a type up in the module's own registry first, then in the
   // global one, hashing the type's name (std::type_index) each time; Tensor is cast on every
-  // argument and result of every op call, and found in the first lookup this way. No other
-  // extension module exchanges terra tensors with this one.
+  // argument and result of every op call, and found in the first lookup this way. Another
+  // pybind11 module can still take one as an argument, not return one (README, "Installing the
+  // Python package").
   py::class_<Tensor> cls(m, "Tensor", py::module_local());
   cls.def(py::init([](const Tensor& t) { return t; }), py::arg("data"),
           "A new handle to the same tensor (shares value and autograd state).")
