@@ -93,9 +93,7 @@ TEST(Allocator, TensorsAboveEightMiBReuseTheirStorageAcrossSteps) {
 }
 
 // libterra's thread-local block must fit glibc's static TLS surplus (rtld.optional_static_tls,
-// 512 bytes by default): the Python module dlopens libterra, and a larger block goes to dynamic
-// TLS, where every thread-local access of every op costs a _dl_tlsdesc_dynamic call. Per-thread
-// caches therefore live on the heap behind a pointer (allocator.cpp, object_pool.cpp).
+// 512 bytes by default); core/thread_heap.h says why and keeps the per-thread caches out of it.
 TEST(Allocator, LibterrasThreadLocalBlockFitsStaticTls) {
   struct Found {
     uintptr_t probe;
