@@ -113,6 +113,7 @@ void bind_engine(py::module_& m) {
         d["side_heavy_ops"] = s.side_heavy_ops;
         d["side_ops"] = s.side_ops;
         d["messages"] = s.messages;
+        d["predicted_calls"] = s.predicted_calls;
         d["lazy_cache_hits"] = s.lazy_cache_hits;
         d["lazy_cache_misses"] = s.lazy_cache_misses;
         d["coexec_disabled"] = s.coexec_disabled;

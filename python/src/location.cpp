@@ -210,6 +210,38 @@ void provider(trace::Location& out) {
     append_python_frames(out.frames);
   }
 }
+
+// provider's location compared with `expected` instead of captured (trace::location_is): the C++
+// part frame by frame, then the Python pairs. Called from trace::location_is, one frame less deep
+// than cpp_frames. False where it cannot compare cheaply (without the GIL, or before 3.11).
+__attribute__((noinline)) bool matcher(const trace::Location& expected) {
+  const bool python = g_step_frame != nullptr;
+  if (python && _PyThreadState_UncheckedGet() != g_step_tstate) return false;
+  auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
+  for (int skip = 0; skip < 2 && fp; ++skip) fp = reinterpret_cast<uintptr_t*>(fp[0]);
+  const auto* base = python ? nullptr : static_cast<const uintptr_t*>(trace::step_base());
+  const uintptr_t* e = expected.frames.data();
+  const size_t size = expected.frames.size();
+  const ptrdiff_t cpp = trace::walk_matches(fp, base, kMaxCppFrames, e, size,
+                                            [&](uintptr_t ret) { return python && in_interpreter(ret); });
+  if (cpp < 0) return false;
+  if (!python) return size_t(cpp) == size;
+#if TERRA_PY_IFRAME
+  size_t i = size_t(cpp) + 1;  // past the 0
+  if (i > size) return false;
+  for (_PyInterpreterFrame* f = g_step_tstate->cframe->current_frame; f; f = f->previous) {
+    if (_PyFrame_IsIncomplete(f)) continue;  // as append_python_frames
+    const uintptr_t code = reinterpret_cast<uintptr_t>(f->f_code);
+    const uintptr_t off = uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT))));
+    if (size - i < 2 || e[i] != code || e[i + 1] != off) return false;
+    i += 2;
+    if (f == g_step_iframe) break;
+  }
+  return i == size;
+#else
+  return false;
+#endif
+}
 }  // namespace
 
 void set_step_frame(PyObject* frame) {
@@ -221,7 +253,7 @@ void set_step_frame(PyObject* frame) {
   g_step_iframe = frame ? reinterpret_cast<PyFrameObject*>(frame)->f_frame : nullptr;
 #endif
   Py_XDECREF(old);
-  trace::set_location_provider(frame ? &provider : nullptr);
+  trace::set_location_provider(frame ? &provider : nullptr, &matcher);
 }
 
 // The Python part alone: [code0, lasti0, code1, lasti1, ...]. code is the PyCodeObject's address
@@ -258,11 +290,18 @@ void bind_location(py::module_& m) {
   }, py::arg("location"),
         "Readable Python frames (file:line in function, innermost first) of _location() or "
         "_full_location(); made only when asked for.");
-  m.def("_full_location", [] {
+  m.def("_full_location", [](py::object expected) -> py::object {
     trace::Location loc;
-    trace::capture_location(loc);
-    return py::make_tuple(loc.hash, std::vector<uint64_t>(loc.frames.begin(), loc.frames.end()));
-  }, "(hash, frames) as the tracer records them for an op called here.");
+    if (expected.is_none()) {
+      trace::capture_location(loc);
+      return py::make_tuple(loc.hash, std::vector<uint64_t>(loc.frames.begin(), loc.frames.end()));
+    }
+    auto frames = expected.cast<py::tuple>()[1].cast<std::vector<uint64_t>>();
+    loc.frames.assign(frames.begin(), frames.end());
+    return py::bool_(trace::location_is(loc));  // from this frame, as the capture above
+  }, py::arg("expected") = py::none(),
+        "(hash, frames) as the tracer records them for an op called here; given one, whether the "
+        "location here is that one, compared in place as the co-executing host does.");
   m.def("_set_step_frame", [](py::object frame) { set_step_frame(frame.is_none() ? nullptr : frame.ptr()); },
         py::arg("frame"), "Marks the frame that entered a step (None clears).");
 }

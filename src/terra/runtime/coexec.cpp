@@ -166,8 +166,13 @@ class CoExecSession::SkeletonExec : public Executor {
   explicit SkeletonExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                  TensorMetas& meta, PhiloxKey rng) override {
+    // The call the graph predicts here, if its location is that node's: compared frame by frame,
+    // never captured or hashed (the usual call of a known path).
+    bool iterate = false;
+    if (trace::Node* n = s_.cursor_->predict(&op, attrs, in.size(), &iterate); n && trace::location_is(n->loc))
+      return s_.skeleton_call(op, in, attrs, meta, rng, n->loc, {n, iterate});
     trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
-    return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_);
+    return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
   }
   void on_fetch(const Tensor& t) override { s_.on_fetch(t); }
 
@@ -572,8 +577,8 @@ static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const A
 }
 
 TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        TensorMetas& meta, PhiloxKey rng,
-                                        const trace::Location& loc) {
+                                        TensorMetas& meta, PhiloxKey rng, const trace::Location& loc,
+                                        Known known) {
   if (op.has(kStateful)) {  // effects outside tensors never enter the graph
     sync_validated();
     return execute_eager(op, in, attrs, meta, rng);
@@ -584,7 +589,9 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   events_.clear();
   int64_t varied = 0;
-  trace::Node* n = cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
+  trace::Node* n = known.node ? cursor_->take(known.node, known.iterate, &events_)
+                               : cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
+  stats_.predicted_calls += known.node != nullptr;
   if (!n) {
     std::string guard = explain_dir_.empty() ? "" : cursor_->near_miss(&op, attrs, loc, in.size());
     fall_back(std::string("new path: ") + op.name + "(" + attrs.str() + ") at " + loc.str() +

@@ -51,8 +51,13 @@ class CoExecSession {
 
   TensorList trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                         TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
+  struct Known {  // the node a call is, already checked (Cursor::predict, trace::location_is)
+    trace::Node* node = nullptr;
+    bool iterate = false;
+  };
+  // Matches the call at `loc` unless `known` says which node it is.
   TensorList skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                           TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
+                           TensorMetas& meta, PhiloxKey rng, const trace::Location& loc, Known known);
   void on_fetch(const Tensor& t);
   void fall_back(const std::string& why);
   struct RegionState {  // a region instance the walk is in, and its next undecided switch

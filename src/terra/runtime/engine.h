@@ -29,6 +29,9 @@ struct Stats {
   // Co-execution: messages the host sent the runner (validations, case selects, loop exits, step
   // markers). Ops whose inputs and path the runner already knows need none.
   int64_t messages = 0;
+  // Co-execution: op calls the host recognized as the call the graph predicts by comparing their
+  // location frame by frame (no capture, no search among the graph's successors).
+  int64_t predicted_calls = 0;
   int64_t lazy_cache_hits = 0, lazy_cache_misses = 0;  // Lazy mode's compiled-block cache
   // Co-execution stopped for this engine: its TraceGraph kept growing without converging (every
   // later step runs eagerly; TERRA_EXPLAIN says why).

@@ -1,6 +1,7 @@
 // The saved-frame-pointer walk that names a C++ call site (trace::capture_location, and the Python
 // binding's walk below its interpreter frames). Inline, so each caller's own frame starts it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,30 @@ inline void walk_frames(uintptr_t* fp, const uintptr_t* base, int max, std::vect
     if (next <= fp) break;
     fp = next;
   }
+}
+
+// The walk above, compared with `expected` (a chain it once made, or a prefix of one that ends at a
+// 0) instead of building one: the length of the chain it would make if that is exactly `expected`'s
+// first entries up to its end or its first 0, else -1. No copy, and no return-address check for an
+// address equal to the expected one: that one passed the check when it was recorded (and `stop`
+// was false for it), so the walk would take it again.
+template <class Stop>
+inline ptrdiff_t walk_matches(uintptr_t* fp, const uintptr_t* base, int max, const uintptr_t* expected, size_t size,
+                              Stop&& stop) {
+  size_t i = 0;
+  for (int n = 0; fp && n < max; ++n) {
+    if (base && fp >= base) break;
+    const uintptr_t ret = fp[1];
+    if (i == size || expected[i] == 0 || expected[i] != ret) {  // the walk must end here for the chains to be equal
+      if (stop(ret) || !is_return_address(ret)) break;
+      return -1;
+    }
+    ++i;
+    auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
+    if (next <= fp) break;
+    fp = next;
+  }
+  return i == size || expected[i] == 0 ? ptrdiff_t(i) : -1;
 }
 
 }  // namespace terra::trace

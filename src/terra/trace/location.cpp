@@ -14,6 +14,7 @@ namespace terra::trace {
 namespace {
 thread_local void* t_base = nullptr;
 LocationProvider g_provider = nullptr;
+LocationMatcher g_matcher = nullptr;
 std::atomic<FrameDescriber> g_describer{nullptr};
 
 // A binding's pairs after index `i` (the 0), described, innermost first, at most `max`.
@@ -34,7 +35,10 @@ constexpr int kMaxFrames = 64;
 
 void set_step_base(void* frame) { t_base = frame; }
 void* step_base() { return t_base; }
-void set_location_provider(LocationProvider p) { g_provider = p; }
+void set_location_provider(LocationProvider p, LocationMatcher m) {
+  g_provider = p;
+  g_matcher = p ? m : nullptr;
+}
 void set_frame_describer(FrameDescriber d) { g_describer.store(d); }
 
 __attribute__((noinline)) void capture_location(Location& out) {
@@ -60,6 +64,20 @@ __attribute__((noinline)) void capture_location(Location& out) {
   }
   if (i < n) h0 = (h0 ^ uint64_t(f[i])) * 1099511628211ull;
   out.hash = (h0 ^ (h1 >> 29) ^ (h1 << 35)) * 1099511628211ull ^ uint64_t(n);
+}
+
+__attribute__((noinline)) bool location_is(const Location& expected) {
+  bool same;
+  if (g_provider) {
+    same = g_matcher && g_matcher(expected);
+  } else {  // capture_location's walk, from the same frame
+    auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
+    if (fp) fp = reinterpret_cast<uintptr_t*>(fp[0]);
+    same = walk_matches(fp, static_cast<uintptr_t*>(t_base), kMaxFrames, expected.frames.data(),
+                        expected.frames.size(), [](uintptr_t) { return false; }) == ptrdiff_t(expected.frames.size());
+  }
+  asm volatile("" ::: "memory");  // not a tail call: a matcher starts its walk from this frame
+  return same;
 }
 
 std::string Location::str() const {

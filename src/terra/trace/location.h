@@ -27,13 +27,21 @@ void* step_base();
 using FrameDescriber = std::string (*)(uintptr_t a, uintptr_t b);
 void set_frame_describer(FrameDescriber d);
 
-// A binding installs its own capture (e.g. Python frames); null restores the C++ frame walk.
+// A binding installs its own capture (e.g. Python frames); null restores the C++ frame walk. Its
+// matcher, if it has one, answers location_is for it (without one, location_is says false).
 using LocationProvider = void (*)(Location& out);
-void set_location_provider(LocationProvider p);
+using LocationMatcher = bool (*)(const Location& expected);
+void set_location_provider(LocationProvider p, LocationMatcher m = nullptr);
 
 // Captures the current location (frame-pointer walk; terra and code linked to terra::terra are
 // compiled with -fno-omit-frame-pointer). The walk ends at the first word that is not a return
 // address, so a program built without frame pointers is located up to its innermost frame.
 void capture_location(Location& out);
+
+// Whether capture_location, called from here, would capture exactly `expected`: a compare per
+// frame, nothing copied or hashed. The co-executing host checks the call the graph predicts this
+// way. Call it where capture_location would be called (the same frame depth). False when unsure:
+// the caller then captures.
+bool location_is(const Location& expected);
 
 }  // namespace terra::trace

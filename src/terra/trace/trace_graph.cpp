@@ -58,8 +58,44 @@ bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, con
   return false;
 }
 
+
 static int64_t fixed_trips(const Node* loop) {
   return loop->trip_counts.size() == 1 ? *loop->trip_counts.begin() : -1;
+}
+
+// The last op of a loop body (its one successor the body's end) goes straight to the iteration or
+// the exit: no successor to match, no loop to enter.
+static bool body_ends_after(const Cursor::Frame& f) { return f.cur->succ.size() == 1 && f.cur->succ[0] == f.region->end; }
+
+Node* Cursor::predict(const OpDef* op, const Attrs& a, size_t arity, bool* iterate) const {
+  const Frame& f = frames_.back();
+  const std::vector<Node*>* next = &f.cur->succ;
+  *iterate = body_ends_after(f);
+  if (*iterate) {  // match() iterates if the body's start has an exact match, within the trip count
+    const Node* loop = f.region->owner;
+    if (!loop) return nullptr;
+    if (const int64_t fixed = strict_ ? fixed_trips(loop) : -1; fixed >= 0 && f.iteration >= fixed) return nullptr;
+    next = &f.region->start->succ;
+  }
+  for (Node* ch : *next)
+    if (ch->kind == Node::OpCall && ch->op == op && ch->sources.size() == arity && ch->attrs == a) return ch;
+  return nullptr;
+}
+
+Node* Cursor::take(Node* ch, bool iterate, std::vector<Event>* ev) {
+  if (exec_count_.size() < g_.num_nodes()) exec_count_.resize(g_.num_nodes(), 0);
+  Frame& f = frames_.back();
+  if (iterate) {
+    if (ev) ev->push_back({Event::LoopIterate, f.cur, f.region->owner});
+    f.iteration++;
+    f.cur = f.region->start;
+    f.path.clear();
+  }
+  if (ev) ev->push_back({Event::Edge, f.cur, ch});
+  f.cur = ch;
+  f.path.push_back(ch);
+  exec_count_[ch->id]++;
+  return ch;
 }
 
 Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t arity, std::vector<Event>* ev,
@@ -68,16 +104,8 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t a
   if (varied) *varied = 0;
   for (;;) {
     Frame& f = frames_.back();
-    auto take = [&](Node* ch) {
-      if (ev) ev->push_back({Event::Edge, f.cur, ch});
-      f.cur = ch;
-      f.path.push_back(ch);
-      exec_count_[ch->id]++;
-      return ch;
-    };
-    // The last op of a loop body (its one successor the body's end) goes straight to the
-    // iteration or the exit: no successor to match, no loop to enter.
-    const bool at_end = f.cur->succ.size() == 1 && f.cur->succ[0] == f.region->end;
+    auto take = [&](Node* ch) { return this->take(ch, false, ev); };
+    const bool at_end = body_ends_after(f);
     if (!at_end)
       for (Node* ch : f.cur->succ)
         if (ch->matches(op, a, l, arity)) return take(ch);

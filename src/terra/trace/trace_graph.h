@@ -102,6 +102,12 @@ class Cursor {
   // (same names, types and ranks): `varied` then receives the mask of those attributes.
   Node* match(const OpDef* op, const Attrs& a, const Location& l, size_t arity, std::vector<Event>* events,
               int64_t* varied = nullptr);
+  // The node match() would take first if the call's location is that node's: the first successor
+  // of the walk's position equal in op, attributes and arity, or, after a loop body's last op, the
+  // first such op of the body's next iteration (`iterate`). Null if none. A caller that finds the
+  // call's location equal (trace::location_is) takes it with take(); otherwise match() decides.
+  Node* predict(const OpDef* op, const Attrs& a, size_t arity, bool* iterate) const;
+  Node* take(Node* n, bool iterate, std::vector<Event>* events);
   // Why no successor of the walk's position took the call though one has its op and location
   // (the guard that failed), or "" -- for explain output after match() returned null.
   std::string near_miss(const OpDef* op, const Attrs& a, const Location& l, size_t arity) const;
