@@ -219,13 +219,13 @@ __attribute__((noinline)) bool matcher(const trace::Location& expected) {
   if (python && _PyThreadState_UncheckedGet() != g_step_tstate) return false;
   auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
   for (int skip = 0; skip < 2 && fp; ++skip) fp = reinterpret_cast<uintptr_t*>(fp[0]);
-  const auto* base = python ? nullptr : static_cast<const uintptr_t*>(trace::step_base());
   const uintptr_t* e = expected.frames.data();
   const size_t size = expected.frames.size();
-  const ptrdiff_t cpp = trace::walk_matches(fp, base, kMaxCppFrames, e, size,
-                                            [&](uintptr_t ret) { return python && in_interpreter(ret); });
+  if (!python)
+    return trace::walk_matches(fp, static_cast<const uintptr_t*>(trace::step_base()), kMaxCppFrames, e, size,
+                               [](uintptr_t) { return false; }) == ptrdiff_t(size);
+  const ptrdiff_t cpp = trace::walk_matches(fp, nullptr, kMaxCppFrames, e, size, &in_interpreter);
   if (cpp < 0) return false;
-  if (!python) return size_t(cpp) == size;
 #if TERRA_PY_IFRAME
   size_t i = size_t(cpp) + 1;  // past the 0
   if (i > size) return false;

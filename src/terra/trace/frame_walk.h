@@ -30,24 +30,26 @@ inline void walk_frames(uintptr_t* fp, const uintptr_t* base, int max, std::vect
 // 0) instead of building one: the length of the chain it would make if that is exactly `expected`'s
 // first entries up to its end or its first 0, else -1. No copy, and no return-address check for an
 // address equal to the expected one: that one passed the check when it was recorded (and `stop`
-// was false for it), so the walk would take it again.
+// was false for it), so the walk would take it again. Records only grow toward older frames on a
+// chain, so the base is checked once, on the last record compared.
 template <class Stop>
 inline ptrdiff_t walk_matches(uintptr_t* fp, const uintptr_t* base, int max, const uintptr_t* expected, size_t size,
                               Stop&& stop) {
   size_t i = 0;
-  for (int n = 0; fp && n < max; ++n) {
-    if (base && fp >= base) break;
-    const uintptr_t ret = fp[1];
-    if (i == size || expected[i] == 0 || expected[i] != ret) {  // the walk must end here for the chains to be equal
-      if (stop(ret) || !is_return_address(ret)) break;
-      return -1;
-    }
-    ++i;
+  uintptr_t* last = nullptr;  // the record of the last entry compared
+  bool ended = false;         // the chain ends after it (the next record is not above it)
+  for (; i < size && expected[i] != 0; ++i) {
+    if (!fp || ended || fp[1] != expected[i]) return -1;
+    last = fp;
     auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
-    if (next <= fp) break;
+    ended = next <= fp;
     fp = next;
   }
-  return i == size || expected[i] == 0 ? ptrdiff_t(i) : -1;
+  if (i > size_t(max > 0 ? max : 0) || (base && last && last >= base)) return -1;
+  // The walk stops here: its chain was exactly these entries.
+  if (ended || !fp || i == size_t(max) || (base && fp >= base) || stop(fp[1]) || !is_return_address(fp[1]))
+    return ptrdiff_t(i);
+  return -1;
 }
 
 }  // namespace terra::trace

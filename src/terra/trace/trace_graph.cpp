@@ -93,7 +93,7 @@ Node* Cursor::take(Node* ch, bool iterate, std::vector<Event>* ev) {
   }
   if (ev) ev->push_back({Event::Edge, f.cur, ch});
   f.cur = ch;
-  f.path.push_back(ch);
+  if (!strict_) f.path.push_back(ch);
   exec_count_[ch->id]++;
   return ch;
 }
@@ -127,7 +127,7 @@ Node* Cursor::match(const OpDef* op, const Attrs& a, const Location& l, size_t a
     if (entered) {
       if (ev) ev->push_back({Event::Edge, f.cur, entered});
       f.cur = entered;
-      f.path.push_back(entered);
+      if (!strict_) f.path.push_back(entered);
       frames_.push_back({entered->body.get(), entered->body->start, 1, {}});
       continue;
     }

@@ -93,9 +93,13 @@ class Cursor {
     Region* region;
     Node* cur;
     int64_t iteration = 0;    // 1-based iteration of the loop owning `region`
-    std::vector<Node*> path;  // nodes visited in this region since the iteration began
+    // Nodes visited in this region since the iteration began, for extend(); a strict cursor
+    // (co-execution's, which never extends the graph) keeps none.
+    std::vector<Node*> path;
   };
 
+  // Strict: a walk that only follows the graph (co-execution's skeleton), where a loop takes no
+  // more iterations than its traces had; merging uses a cursor that is not.
   explicit Cursor(TraceGraph& g, bool strict_trip_counts);
   // The node matching the call, or null. `events` receives the edges/loop decisions taken. A
   // successor equal in op, location and attributes wins; else one whose attribute values differ
