@@ -29,8 +29,21 @@ def helper_at(expected):
     return loc_at(expected)
 
 
-def block(x, w):
-    return terra.tanh(x @ w) + x
+def sgd_steps(eng, w, steps, depth, layer, loss_of, lr):
+    # `steps` steps of: x = ones, `depth` layers, loss, backward, an SGD update of w; the losses.
+    losses = []
+    for _ in range(steps):
+        with eng.step():
+            x = terra.ones(2, w.shape[0])
+            for _ in range(depth):
+                x = layer(x)
+            loss = loss_of(x)
+            loss.backward()
+            with terra.no_grad():
+                w -= lr * w.grad
+            w.grad = None
+            losses.append(loss.item())
+    return losses
 
 
 class LocationTest(unittest.TestCase):
@@ -78,18 +91,7 @@ class LocationTest(unittest.TestCase):
     def test_no_retrace_in_loop_with_fetch(self):
         eng = terra.Engine("coexec")
         w = terra.randn(4, 4, requires_grad=True)
-        losses = []
-        for _ in range(8):
-            with eng.step():
-                x = terra.ones(2, 4)
-                for _ in range(3):
-                    x = terra.tanh(x @ w)
-                loss = x.sum()
-                loss.backward()
-                with terra.no_grad():
-                    w -= 0.1 * w.grad
-                w.grad = None
-                losses.append(loss.item())
+        sgd_steps(eng, w, 8, 3, lambda x: terra.tanh(x @ w), lambda x: x.sum(), 0.1)
         st = eng.stats()
         self.assertEqual(st["fallbacks"], 0)
         self.assertLessEqual(st["traces"], 3)
@@ -129,18 +131,7 @@ class LocationTest(unittest.TestCase):
             eng = terra.Engine(mode)
             terra.manual_seed(3)
             w = terra.randn(8, 8, requires_grad=True)
-            losses = []
-            for _ in range(6):
-                with eng.step():
-                    x = terra.ones(2, 8)
-                    for _ in range(4):
-                        x = block(x, w)
-                    loss = (x * x).sum()
-                    loss.backward()
-                    with terra.no_grad():
-                        w -= 0.05 * w.grad
-                    w.grad = None
-                    losses.append(loss.item())
+            losses = sgd_steps(eng, w, 6, 4, lambda x: terra.tanh(x @ w) + x, lambda x: (x * x).sum(), 0.05)
             return eng.stats(), losses
 
         st, co = run("coexec")
