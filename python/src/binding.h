@@ -83,17 +83,28 @@ namespace pybind11::detail {
 // terra.Tensor arguments and results without pybind's per-call type lookup (a hash of the type's
 // name on every conversion): the type_info is looked up once; an exact terra.Tensor argument is
 // read straight from its instance. Anything else (a Python subclass such as Parameter, None, other
-// objects) takes pybind's generic path, so conversions and error messages are unchanged.
+// objects) takes pybind's generic path, so conversions and error messages are unchanged. Built on
+// type_caster_generic with type_caster_base's interface: type_caster_base's constructor looks the
+// type up again for every argument converted.
 template <>
-class type_caster<terra::Tensor> : public type_caster_base<terra::Tensor> {
-  using Base = type_caster_base<terra::Tensor>;
+class type_caster<terra::Tensor> : public type_caster_generic {
+  using itype = terra::Tensor;
   static const type_info* tinfo() {  // null until terra.Tensor is registered (then cached)
     static const type_info* ti = nullptr;
-    if (!ti) ti = get_type_info(typeid(terra::Tensor));
+    if (!ti) ti = get_type_info(typeid(itype));
     return ti;
   }
+  static type_caster_generic generic() {
+    const type_info* ti = tinfo();
+    return ti ? type_caster_generic(ti) : type_caster_generic(typeid(itype));
+  }
+  static void* copy_of(const void* p) { return new itype(*static_cast<const itype*>(p)); }
+  static void* moved_from(const void* p) { return new itype(std::move(*const_cast<itype*>(static_cast<const itype*>(p)))); }
 
  public:
+  static constexpr auto name = const_name<itype>();
+  type_caster() : type_caster_generic(generic()) {}
+
   bool load(handle src, bool convert) {
     const type_info* ti = tinfo();
     if (ti && src && Py_TYPE(src.ptr()) == ti->type) {
@@ -103,22 +114,28 @@ class type_caster<terra::Tensor> : public type_caster_base<terra::Tensor> {
         return true;
       }
     }
-    return Base::load(src, convert);
+    return type_caster_generic::load(src, convert);
   }
-  static handle cast(const terra::Tensor& src, return_value_policy policy, handle parent) {
-    if (!tinfo()) return Base::cast(src, policy, parent);
+  static handle cast(const itype& src, return_value_policy policy, handle parent) {
+    if (!tinfo()) return type_caster_base<itype>::cast(src, policy, parent);
     if (policy == return_value_policy::automatic || policy == return_value_policy::automatic_reference)
       policy = return_value_policy::copy;
-    return type_caster_generic::cast(&src, policy, parent, tinfo(), make_copy_constructor(&src),
-                                     make_move_constructor(&src));
+    return type_caster_generic::cast(&src, policy, parent, tinfo(), &copy_of, &moved_from);
   }
-  static handle cast(terra::Tensor&& src, return_value_policy policy, handle parent) {
-    if (!tinfo()) return Base::cast(std::move(src), policy, parent);
-    return type_caster_generic::cast(&src, return_value_policy::move, parent, tinfo(),
-                                     make_copy_constructor(&src), make_move_constructor(&src));
+  static handle cast(itype&& src, return_value_policy policy, handle parent) {
+    if (!tinfo()) return type_caster_base<itype>::cast(std::move(src), policy, parent);
+    return type_caster_generic::cast(&src, return_value_policy::move, parent, tinfo(), &copy_of, &moved_from);
   }
-  static handle cast(const terra::Tensor* src, return_value_policy policy, handle parent) {
-    return Base::cast(src, policy, parent);
+  static handle cast(const itype* src, return_value_policy policy, handle parent) {
+    return type_caster_base<itype>::cast(src, policy, parent);
+  }
+
+  template <typename T>
+  using cast_op_type = detail::cast_op_type<T>;
+  operator itype*() { return static_cast<itype*>(value); }  // NOLINT(google-explicit-constructor)
+  operator itype&() {                                       // NOLINT(google-explicit-constructor)
+    if (!value) throw reference_cast_error();
+    return *static_cast<itype*>(value);
   }
 };
 template <>
