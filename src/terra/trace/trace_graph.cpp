@@ -58,7 +58,6 @@ bool Cursor::loop_accepts(const Node* loop, const OpDef* op, const Attrs& a, con
   return false;
 }
 
-
 static int64_t fixed_trips(const Node* loop) {
   return loop->trip_counts.size() == 1 ? *loop->trip_counts.begin() : -1;
 }
