@@ -107,6 +107,21 @@ class TestTensorAPI(unittest.TestCase):
         x.grad = None
         self.assertIsNone(x.grad)
 
+    def test_constructor_and_subclass_share_the_tensor(self):
+        # terra.Tensor(t) and a Python subclass's instances: made through terra's own init_instance.
+        class Sub(terra.Tensor):
+            pass
+
+        a = terra.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = terra.Tensor(a)
+        s = Sub(a)
+        self.assertIsInstance(s, terra.Tensor)
+        self.assertEqual(b.tolist(), [1.0, 2.0, 3.0])
+        self.assertTrue(b.requires_grad)
+        self.assertEqual((s * 2 + b).tolist(), [3.0, 6.0, 9.0])
+        (s * b).sum().backward()  # one value and one autograd state: d(a*a)/da = 2a
+        self.assertEqual(a.grad.tolist(), [2.0, 4.0, 6.0])
+
     def test_repr(self):
         self.assertEqual(repr(terra.tensor([1.0, 2.0])), "tensor([1., 2.])")
         self.assertIn("requires_grad=True", repr(terra.zeros(2, requires_grad=True)))
