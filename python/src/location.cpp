@@ -149,18 +149,24 @@ std::string describe_site(uintptr_t code, uintptr_t off) {
 #if TERRA_PY_IFRAME
 thread_local _PyInterpreterFrame* g_step_iframe = nullptr;  // the step frame's interpreter record
 
-void append_python_frames(std::vector<uintptr_t>& out) {
-  PyThreadState* ts = g_step_tstate ? g_step_tstate : PyThreadState_Get();  // the GIL is held here
+// The Python frames of `ts`, innermost first, up to and including the step's frame: visit(code,
+// byte offset as PyFrame_GetLasti gives it) for each, until it returns false. The GIL is held.
+template <class Visit>
+void visit_python_frames(PyThreadState* ts, Visit&& visit) {
   for (_PyInterpreterFrame* f = ts->cframe->current_frame; f; f = f->previous) {
     if (_PyFrame_IsIncomplete(f)) continue;  // a frame still being set up (as PyFrame_GetBack skips)
-    PyObject* code = reinterpret_cast<PyObject*>(f->f_code);
-    // The byte offset, as PyFrame_GetLasti gives it.
-    uintptr_t off = uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT))));
+    const uintptr_t off = uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT))));
+    if (!visit(reinterpret_cast<PyObject*>(f->f_code), off) || f == g_step_iframe) return;
+  }
+}
+
+void append_python_frames(std::vector<uintptr_t>& out) {
+  visit_python_frames(g_step_tstate ? g_step_tstate : PyThreadState_Get(), [&](PyObject* code, uintptr_t off) {
     note_site(code, off);
     out.push_back(reinterpret_cast<uintptr_t>(code));
     out.push_back(off);
-    if (f == g_step_iframe) break;
-  }
+    return true;
+  });
 }
 #else
 void append_python_frames(std::vector<uintptr_t>& out) {
@@ -229,15 +235,13 @@ __attribute__((noinline)) bool matcher(const trace::Location& expected) {
 #if TERRA_PY_IFRAME
   size_t i = size_t(cpp) + 1;  // past the 0
   if (i > size) return false;
-  for (_PyInterpreterFrame* f = g_step_tstate->cframe->current_frame; f; f = f->previous) {
-    if (_PyFrame_IsIncomplete(f)) continue;  // as append_python_frames
-    const uintptr_t code = reinterpret_cast<uintptr_t>(f->f_code);
-    const uintptr_t off = uintptr_t(uint32_t(_PyInterpreterFrame_LASTI(f) * int(sizeof(_Py_CODEUNIT))));
-    if (size - i < 2 || e[i] != code || e[i + 1] != off) return false;
+  bool same = true;
+  visit_python_frames(g_step_tstate, [&](PyObject* code, uintptr_t off) {
+    same = size - i >= 2 && e[i] == reinterpret_cast<uintptr_t>(code) && e[i + 1] == off;
     i += 2;
-    if (f == g_step_iframe) break;
-  }
-  return i == size;
+    return same;
+  });
+  return same && i == size;
 #else
   return false;
 #endif
