@@ -89,11 +89,17 @@ namespace pybind11::detail {
 template <>
 class type_caster<terra::Tensor> : public type_caster_generic {
   using itype = terra::Tensor;
-  static const type_info* tinfo() {  // null until terra.Tensor is registered (then cached)
+
+ public:
+  // terra.Tensor's record: null until it is registered, then cached (tensor.cpp's init_instance
+  // reads it too).
+  static const type_info* tinfo() {
     static const type_info* ti = nullptr;
     if (!ti) ti = get_type_info(typeid(itype));
     return ti;
   }
+
+ private:
   static type_caster_generic generic() {
     const type_info* ti = tinfo();
     return ti ? type_caster_generic(ti) : type_caster_generic(typeid(itype));

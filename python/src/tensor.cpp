@@ -121,10 +121,9 @@ Tensor index_of(const Tensor& x, py::handle idx) {
 // class_<Tensor>::init_instance without its type lookup (a hash of the type's name for every
 // Tensor made on Python's side): the same steps with the record looked up once. Tensor's holder
 // is class_'s default, std::unique_ptr<Tensor>, which is move-only and not always constructed.
-const py::detail::type_info* g_tensor_type = nullptr;
 void init_tensor_instance(py::detail::instance* inst, const void* holder_ptr) {
   using Holder = std::unique_ptr<Tensor>;
-  auto v_h = inst->get_value_and_holder(g_tensor_type);
+  auto v_h = inst->get_value_and_holder(py::detail::make_caster<Tensor>::tinfo());
   if (!v_h.instance_registered()) {
     py::detail::register_instance(inst, v_h.value_ptr(), v_h.type);
     v_h.set_instance_registered();
@@ -148,11 +147,7 @@ void bind_tensor(py::module_& m) {
   // pybind11 module can still take one as an argument, not return one (README, "Installing the
   // Python package").
   py::class_<Tensor> cls(m, "Tensor", py::module_local());
-  {
-    auto* ti = py::detail::get_type_info(typeid(Tensor));
-    g_tensor_type = ti;
-    ti->init_instance = &init_tensor_instance;
-  }
+  py::detail::get_type_info(typeid(Tensor))->init_instance = &init_tensor_instance;
   cls.def(py::init([](const Tensor& t) { return t; }), py::arg("data"),
           "A new handle to the same tensor (shares value and autograd state).")
       .def_property_readonly("shape", &shape_tuple)
