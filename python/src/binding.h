@@ -65,6 +65,8 @@ py::object numpy_of(const Tensor& t, bool writable);
 
 void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);
+// Points terra.Tensor's + - * / @ and unary - slots at direct calls (number_slots.cpp).
+void install_number_slots(py::handle tensor_type);
 void bind_numpy_share(py::module_& m);
 void bind_creation(py::module_& m);
 void bind_core_ops(py::module_& m);

@@ -285,15 +285,22 @@ void bind_tensor(py::module_& m) {
       // operators (Python scalars stay scalars: they do not widen a float tensor)
       .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, py::is_operator())
       .def("__add__", [](const Tensor& a, double b) { return a + b; }, py::is_operator())
+      // Tensor-Tensor reflected methods: a subclass's generic slot (Parameter's) calls them
+      // first when the left operand is a terra.Tensor (number_slots.cpp), and the double
+      // overload would read a one-element tensor through __float__.
+      .def("__radd__", [](const Tensor& a, const Tensor& b) { return b + a; }, py::is_operator())
       .def("__radd__", [](const Tensor& a, double b) { return b + a; }, py::is_operator())
       .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; }, py::is_operator())
       .def("__sub__", [](const Tensor& a, double b) { return a - b; }, py::is_operator())
+      .def("__rsub__", [](const Tensor& a, const Tensor& b) { return b - a; }, py::is_operator())
       .def("__rsub__", [](const Tensor& a, double b) { return b - a; }, py::is_operator())
       .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; }, py::is_operator())
       .def("__mul__", [](const Tensor& a, double b) { return a * b; }, py::is_operator())
+      .def("__rmul__", [](const Tensor& a, const Tensor& b) { return b * a; }, py::is_operator())
       .def("__rmul__", [](const Tensor& a, double b) { return b * a; }, py::is_operator())
       .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, py::is_operator())
       .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, py::is_operator())
+      .def("__rtruediv__", [](const Tensor& a, const Tensor& b) { return b / a; }, py::is_operator())
       .def("__rtruediv__", [](const Tensor& a, double b) { return b / a; }, py::is_operator())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, py::is_operator())
       .def("__neg__", [](const Tensor& a) { return -a; })
@@ -312,6 +319,7 @@ void bind_tensor(py::module_& m) {
         no_grad_inplace("div_", a);
         return a.div_(scalar_like(a, b));
       }, py::is_operator());
+  install_number_slots(cls);  // after the operator methods: defining one resets its slot
 
   m.def("_from_numpy", [](py::array a, py::object dtype) { return from_numpy(a, dtype_from_object(dtype)); },
         py::arg("array"), py::arg("dtype"), "A fresh tensor holding a copy of the array, cast to dtype.");

@@ -33,7 +33,8 @@ void Attrs::missing(const char* name) const {
 bool Attrs::operator==(const Attrs& o) const {
   if (items_.size() != o.items_.size()) return false;
   for (size_t k = 0; k < items_.size(); ++k) {
-    if (std::strcmp(items_[k].first, o.items_[k].first) != 0) return false;
+    // Names are string literals, nearly always the same pointer: strcmp only where they differ.
+    if (items_[k].first != o.items_[k].first && std::strcmp(items_[k].first, o.items_[k].first) != 0) return false;
     if (items_[k].second != o.items_[k].second) return false;
   }
   return true;

@@ -43,7 +43,7 @@ int64_t checked_add(const char* op, int64_t a, int64_t b, const std::string& wha
 }
 
 int64_t contiguous_layout(const Shape& s, Shape& strides) {
-  strides.resize(s.size());
+  strides.resize_for_overwrite(s.size());  // every entry is written below
   int64_t bound = 1, n = 1;
   for (size_t i = s.size(); i-- > 0;) {
     strides[i] = bound;

@@ -132,6 +132,12 @@ class SmallVector {
   }
   void clear() noexcept { size_ = 0; }
   void resize(size_t n) { resize(n, T()); }
+  // The size without filling new elements: the caller writes every one of them next (a shape's
+  // strides per tensor made; filling first cost a memset call).
+  void resize_for_overwrite(size_t n) requires std::is_trivially_copyable_v<T> {
+    reserve(n);
+    size_ = static_cast<uint32_t>(n);
+  }
   void resize(size_t n, const T& v) {
     if (n > size_) {
       T copy = v;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 
@@ -110,17 +111,35 @@ bool StepState::hand_over(std::span<const RingDrop> ring, std::span<CellSlot* co
   return true;
 }
 
+// Appends `from` to `to` and empties it; where `to` is empty (the runner took the last batch, the
+// usual case) the two swap buffers, so a flush moves no entries and both keep their capacity.
+template <class V>
+static void append_batch(V& to, V& from) {
+  if (to.empty()) to.swap(from);
+  else to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  from.clear();
+}
+
 void StepState::flush_host_drops_slow() {
-  if (!hand_over(host_ring_, host_dead_, host_dead_values_)) free_dead(host_dead_);  // the runner is done: freed here
+  {
+    std::lock_guard<SpinLock> g(lists_mu);
+    if (!host_frees_.load(std::memory_order_relaxed)) {
+      append_batch(ring_drops_, host_ring_);
+      append_batch(dead_, host_dead_);
+      append_batch(dead_values_, host_dead_values_);
+      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
+      dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
+      return;
+    }
+  }
+  free_dead(host_dead_);  // the runner is done with the step: freed here
   host_ring_.clear();
-  host_dead_.clear();
   host_dead_values_.clear();
 }
 
 void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
   std::lock_guard<SpinLock> g(lists_mu);
-  into.insert(into.end(), ring_drops_.begin(), ring_drops_.end());
-  ring_drops_.clear();
+  append_batch(into, ring_drops_);
   ring_drops_n_.store(0, std::memory_order_relaxed);
 }
 
