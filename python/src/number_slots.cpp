@@ -12,7 +12,10 @@ namespace {
 
 using TensorCaster = py::detail::make_caster<Tensor>;
 
-// t's Tensor, or null: an exact terra.Tensor or a subclass instance (what the methods accept).
+bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, TensorCaster::tinfo()->type); }
+
+// o's Tensor (o is_tensor), or null where pybind11 cannot read one (an instance whose __init__ did
+// not run): the methods then raise what they raise.
 const Tensor* tensor_of(PyObject* o, TensorCaster& c) {
   if (!c.load(o, false)) return nullptr;
   return &static_cast<Tensor&>(c);
@@ -38,14 +41,13 @@ bool number_of(PyObject* o, double* v) {
 
 // What CPython's generic slot does for a type whose operator methods are pybind11 functions.
 PyObject* by_methods(PyObject* a, PyObject* b, PyObject* name, PyObject* rname) {
-  PyTypeObject* type = TensorCaster::tinfo()->type;
-  if (PyObject_TypeCheck(a, type)) {
+  if (is_tensor(a)) {
     PyObject* args[2] = {a, b};
     PyObject* r = PyObject_VectorcallMethod(name, args, 2, nullptr);
     if (r != Py_NotImplemented) return r;
     Py_DECREF(r);
   }
-  if (rname && Py_TYPE(a) != Py_TYPE(b) && PyObject_TypeCheck(b, type)) {
+  if (rname && Py_TYPE(a) != Py_TYPE(b) && is_tensor(b)) {
     PyObject* args[2] = {b, a};
     return PyObject_VectorcallMethod(rname, args, 2, nullptr);
   }
@@ -75,12 +77,17 @@ PyObject* call(F&& f) {
 template <class TT, class TN, class NT>
 PyObject* binary(PyObject* a, PyObject* b, TT tt, TN tn, NT nt, PyObject* name, PyObject* rname) {
   TensorCaster ca, cb;
+  const Tensor* ta = nullptr;
+  const Tensor* tb = nullptr;
   double v;
-  const Tensor* ta = tensor_of(a, ca);
-  const Tensor* tb = tensor_of(b, cb);
-  if (ta && tb) return call([&] { return tt(*ta, *tb); });
-  if (ta && number_of(b, &v)) return call([&] { return tn(*ta, v); });
-  if (tb && number_of(a, &v)) return call([&] { return nt(v, *tb); });
+  const bool at = is_tensor(a), bt = is_tensor(b);
+  if (at && bt) {
+    if ((ta = tensor_of(a, ca)) && (tb = tensor_of(b, cb))) return call([&] { return tt(*ta, *tb); });
+  } else if (at && number_of(b, &v)) {
+    if ((ta = tensor_of(a, ca))) return call([&] { return tn(*ta, v); });
+  } else if (bt && number_of(a, &v)) {
+    if ((tb = tensor_of(b, cb))) return call([&] { return nt(v, *tb); });
+  }
   return by_methods(a, b, name, rname);
 }
 
@@ -109,14 +116,14 @@ PyObject* truediv(PyObject* a, PyObject* b) {
 }
 PyObject* matmul_slot(PyObject* a, PyObject* b) {
   TensorCaster ca, cb;
-  const Tensor* ta = tensor_of(a, ca);
-  const Tensor* tb = tensor_of(b, cb);
-  if (ta && tb) return call([&] { return matmul(*ta, *tb); });
+  const Tensor *ta, *tb;
+  if (is_tensor(a) && is_tensor(b) && (ta = tensor_of(a, ca)) && (tb = tensor_of(b, cb)))
+    return call([&] { return matmul(*ta, *tb); });
   return by_methods(a, b, g_names[kMatmul], nullptr);  // there is no __rmatmul__
 }
 PyObject* negative(PyObject* a) {
   TensorCaster ca;
-  if (const Tensor* ta = tensor_of(a, ca)) return call([&] { return -*ta; });
+  if (const Tensor* ta = is_tensor(a) ? tensor_of(a, ca) : nullptr) return call([&] { return -*ta; });
   PyObject* args[1] = {a};
   return PyObject_VectorcallMethod(g_names[kNeg], args, 1, nullptr);
 }
