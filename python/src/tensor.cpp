@@ -121,10 +121,15 @@ Tensor index_of(const Tensor& x, py::handle idx) {
 // class_<Tensor>::init_instance without its type lookup (a hash of the type's name for every
 // Tensor made on Python's side): the same steps with the record looked up once. Tensor's holder
 // is class_'s default, std::unique_ptr<Tensor>, which is move-only and not always constructed.
+// An instance that owns its Tensor is not entered in pybind11's map of wrapped C++ addresses
+// (entering it and taking it out again cost ~250 instructions per result): only a cast of that
+// very address could find it, and no binding casts a Tensor by pointer or reference — results
+// are new handles moved or copied into their own holder. pybind11 deregisters an instance at its
+// death only if it was registered. A non-owning wrapper (a reference cast) is registered as usual.
 void init_tensor_instance(py::detail::instance* inst, const void* holder_ptr) {
   using Holder = std::unique_ptr<Tensor>;
   auto v_h = inst->get_value_and_holder(py::detail::make_caster<Tensor>::tinfo());
-  if (!v_h.instance_registered()) {
+  if (!inst->owned && !v_h.instance_registered()) {
     py::detail::register_instance(inst, v_h.value_ptr(), v_h.type);
     v_h.set_instance_registered();
   }
