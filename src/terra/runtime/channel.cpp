@@ -100,15 +100,22 @@ bool StepState::ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const {
   return true;
 }
 
-bool StepState::hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values) {
+template <class Append>
+bool StepState::hand_over_with(Append&& append) {
   std::lock_guard<SpinLock> g(lists_mu);
   if (host_frees_.load(std::memory_order_relaxed)) return false;
-  ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
-  dead_.insert(dead_.end(), dead.begin(), dead.end());
-  for (Tensor& v : values) dead_values_.push_back(std::move(v));
+  append();
   ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
   dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
   return true;
+}
+
+bool StepState::hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values) {
+  return hand_over_with([&] {
+    ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
+    dead_.insert(dead_.end(), dead.begin(), dead.end());
+    for (Tensor& v : values) dead_values_.push_back(std::move(v));
+  });
 }
 
 // Appends `from` to `to` and empties it; where `to` is empty (the runner took the last batch, the
@@ -121,17 +128,12 @@ static void append_batch(V& to, V& from) {
 }
 
 void StepState::flush_host_drops_slow() {
-  {
-    std::lock_guard<SpinLock> g(lists_mu);
-    if (!host_frees_.load(std::memory_order_relaxed)) {
-      append_batch(ring_drops_, host_ring_);
-      append_batch(dead_, host_dead_);
-      append_batch(dead_values_, host_dead_values_);
-      ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
-      dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
-      return;
-    }
-  }
+  if (hand_over_with([&] {
+        append_batch(ring_drops_, host_ring_);
+        append_batch(dead_, host_dead_);
+        append_batch(dead_values_, host_dead_values_);
+      }))
+    return;
   free_dead(host_dead_);  // the runner is done with the step: freed here
   host_ring_.clear();
   host_dead_values_.clear();

@@ -232,6 +232,9 @@ struct StepState {
   // Gives the runner these drops under lists_mu; false once it is done with the step (host_frees_):
   // the caller frees the values where they dropped.
   bool hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values);
+  // The same for `append`, which adds to ring_drops_, dead_ and dead_values_ (both forms above).
+  template <class Append>
+  bool hand_over_with(Append&& append);
   size_t host_batched() const { return host_ring_.size() + host_dead_.size() + host_dead_values_.size(); }
   bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
   void flush_host_drops_slow();
