@@ -36,6 +36,9 @@ StepState::~StepState() {
   for (uint64_t k = 0; k < n; ++k) {
     CellSlot* c = chunk(k);
     for (uint64_t i = 0; i < kChunk; ++i) {  // as new: no value, no error, no reference
+      // Nobody touched it (host_cell and runner_store change the state before anything else):
+      // still as new. A short step leaves most of its chunk so.
+      if (c[i].state == CellSlot::Untouched) continue;
       c[i].cell.values.clear();
       c[i].cell.error = nullptr;
       c[i].refs.store(0, std::memory_order_relaxed);
