@@ -28,7 +28,10 @@ const TensorMetas& GraphRunner::MetaCache::get(const graph::OpNode& op, const st
   bool same = valid && in.size() == inputs.size();
   for (size_t i = 0; same && i < inputs.size(); ++i) {
     const TensorImpl& t = *inputs[i].impl();
-    same = t.dtype == in[i].dtype && t.shape == in[i].shape;
+    const Shape& a = t.shape;
+    const Shape& b = in[i].shape;
+    same = t.dtype == in[i].dtype && a.size() == b.size();
+    for (size_t d = 0; same && d < a.size(); ++d) same = a[d] == b[d];  // inline: no memcmp call per input
   }
   if (same) return out;
   out = op.op->infer(inputs, op.attrs);
@@ -39,7 +42,7 @@ const TensorMetas& GraphRunner::MetaCache::get(const graph::OpNode& op, const st
 }
 
 void GraphRunner::Ring::push_front(std::vector<Tensor>& outs) {
-  head = uint32_t((head + slots.size() - 1) % slots.size());
+  head = head == 0 ? uint32_t(slots.size() - 1) : head - 1;
   slots[head].swap(outs);
   outs.clear();
   if (count < slots.size()) count++;
