@@ -41,8 +41,15 @@ static void wait_step(StepState& st, uint64_t n) {
   if (num_threads() > 1) lend_core_while(ready);
   else spin_until(ready, 64);
   {
+    // The runner stores `done` with only a compiler fence where membarrier works (advance): make
+    // it fence now, so that either the check below sees its store or its next load sees
+    // host_waits_for and it notifies. If the kernel refuses, sleep a millisecond at a time.
+    const bool fenced = !heavy_barrier_available() || heavy_barrier();
+    auto reached = [&] { return st.done.load() >= n || st.finished; };
     std::unique_lock<std::mutex> g(st.mu);
-    st.cv.wait(g, [&] { return st.done.load() >= n || st.finished; });
+    if (fenced) st.cv.wait(g, reached);
+    else
+      while (!reached()) st.cv.wait_for(g, std::chrono::milliseconds(1));
   }
   st.host_waits_for.store(~0ull);
   t_stall += since(t);

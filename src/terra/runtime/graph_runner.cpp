@@ -476,7 +476,10 @@ void GraphRunner::release(const std::vector<graph::Release>& values) {
 
 void GraphRunner::advance() {
   pos_++;
-  st_->done.store(pos_);  // seq_cst: pairs with the host's host_waits_for store (no lost wake-up)
+  // Against the host_waits_for load below: a full fence, or only a compiler one where the host
+  // fences this thread before it sleeps (wait_step). A fence per op waited for every store the
+  // op's kernel left in the store buffer.
+  store_before_sleep_check(st_->done, pos_, light_done_);
   if (pos_ >= st_->host_waits_for.load()) {
     { std::lock_guard<std::mutex> g(st_->mu); }
     st_->cv.notify_all();

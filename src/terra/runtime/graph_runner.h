@@ -9,6 +9,7 @@
 
 #include "terra/graph/symbolic_graph.h"
 #include "terra/compile/fusion_plan.h"
+#include "terra/core/wait.h"
 #include "terra/runtime/channel.h"
 
 namespace terra::runtime {
@@ -205,7 +206,10 @@ class GraphRunner {
   std::atomic<uint64_t> fused_kernels_{0}, fused_ops_{0};
   std::atomic<uint64_t> side_heavy_{0}, side_ops_{0};
   std::shared_ptr<std::atomic<int>> host_waiting_ = std::make_shared<std::atomic<int>>(0);
-  std::thread thread_;
+  // `done` is stored after every op with a compiler fence only where the kernel's membarrier
+  // works: a host going to sleep on it fences this thread then (wait_step, coexec.cpp).
+  const bool light_done_ = heavy_barrier_available();
+  std::thread thread_;  // last: starts once the members above are made
 };
 
 }  // namespace terra::runtime
