@@ -18,20 +18,54 @@ namespace terra::runtime {
 namespace {
 // Chunks of slots of ended steps, reused by later ones: a slot keeps its values' capacity, so the
 // runner's store of an op's outputs allocates nothing in steady state (and no chunk is made per step).
+// The same for a step's drop lists (StepState's host_*, ring_drops_, dead_*): each step started
+// them empty, and filling them cost ~25 mallocs a step (the batches swap buffers between the
+// host, the step and the runner, so every list of a new step grew from nothing).
 struct ChunkPool {
   static constexpr size_t kMax = 64;  // chunks kept (the steps in flight need a few each)
+  static constexpr size_t kMaxLists = 32;  // lists kept per kind (a step takes two or three)
   std::mutex mu;
   std::vector<CellSlot*> free;
+  std::vector<std::vector<RingDrop>> rings;
+  std::vector<std::vector<CellSlot*>> slot_lists;
+  std::vector<std::vector<Tensor>> value_lists;
 };
+template <class V>
+void take_list(std::vector<V>& kept, V& v) {
+  if (kept.empty()) return;
+  v.swap(kept.back());
+  kept.pop_back();
+}
+template <class V>
+void give_list(std::vector<V>& kept, V& v) {
+  if (v.capacity() != 0 && kept.size() < ChunkPool::kMaxLists) kept.push_back(std::move(v));
+}
 ChunkPool& chunk_pool() {
   static ChunkPool* p = new ChunkPool;  // leaked: steps may end during static destruction
   return *p;
 }
 }  // namespace
 
+void StepState::take_lists() {
+  ChunkPool& pool = chunk_pool();
+  std::lock_guard<std::mutex> g(pool.mu);
+  for (auto* v : {&host_ring_, &ring_drops_}) take_list(pool.rings, *v);
+  for (auto* v : {&host_dead_, &dead_, &runner_dead_}) take_list(pool.slot_lists, *v);
+  for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) take_list(pool.value_lists, *v);
+}
+
 StepState::~StepState() {
   live_.fetch_sub(1, std::memory_order_relaxed);
   ChunkPool& pool = chunk_pool();
+  {
+    for (auto* v : {&host_ring_, &ring_drops_}) v->clear();
+    for (auto* v : {&host_dead_, &dead_, &runner_dead_}) v->clear();
+    for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) v->clear();  // outside the lock
+    std::lock_guard<std::mutex> g(pool.mu);
+    for (auto* v : {&host_ring_, &ring_drops_}) give_list(pool.rings, *v);
+    for (auto* v : {&host_dead_, &dead_, &runner_dead_}) give_list(pool.slot_lists, *v);
+    for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) give_list(pool.value_lists, *v);
+  }
   const uint64_t n = nchunks_.load(std::memory_order_acquire);
   for (uint64_t k = 0; k < n; ++k) {
     CellSlot* c = chunk(k);

@@ -172,7 +172,10 @@ struct StepState {
   }
   static constexpr size_t kHostBatch = 8;
 
-  StepState() { live_.fetch_add(1, std::memory_order_relaxed); }
+  StepState() {
+    live_.fetch_add(1, std::memory_order_relaxed);
+    take_lists();
+  }
   // Step states alive in the process (tests: a kept placeholder must not keep its step's state).
   static int64_t live() { return live_.load(std::memory_order_relaxed); }
   StepState(const StepState&) = delete;
@@ -181,6 +184,7 @@ struct StepState {
 
  private:
   static constexpr uint64_t kChunk = 256;
+  void take_lists();  // the drop lists of an ended step, with their capacity (channel.cpp)
   // Position p's slot; makes the chunks up to it. Lock-free once the chunk exists: the directory
   // below is written only under lists_mu, before nchunks_ grows past the entry (release).
   CellSlot& slot(uint64_t p) {
