@@ -121,7 +121,7 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
     for (size_t k = 0; k < out.size(); ++k) out[k] = n->saved_out[k].unpack(n->op->name);
     bool any = false;
     for (auto& t : gout) any |= t.defined();
-    std::vector<Tensor> gin;
+    TensorList gin;
     if (any) {
       GradArgs args{in, out, gout, n->in_meta, n->attrs, n->rng};
       gin = n->op->grad(args);

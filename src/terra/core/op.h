@@ -69,7 +69,7 @@ struct OpDef {
   using InferFn = TensorMetas (*)(std::span<const Tensor> in, const Attrs& attrs);
   using KernelFn = void (*)(const KernelArgs& args);
   using ViewFn = Tensor (*)(const Tensor& in, const Attrs& attrs);
-  using GradFn = std::vector<Tensor> (*)(const GradArgs& args);
+  using GradFn = TensorList (*)(const GradArgs& args);
   // Raises the kernel's own value-dependent error (index out of range, integer division by zero)
   // before the call is handed on, so graph modes raise it at the call site as eager does.
   using CheckValuesFn = void (*)(std::span<const Tensor> in, const Attrs& attrs);

@@ -22,7 +22,7 @@ TensorMetas infer_float(const char* op, std::span<const Tensor> in) {
 
 // ---- exp (here, next to the other exp-based kernels) ----
 TensorMetas infer_exp(std::span<const Tensor> in, const Attrs&) { return infer_float("exp", in); }
-std::vector<Tensor> grad_exp(const GradArgs& g) { return {mul(g.grad_out[0], g.out[0])}; }
+TensorList grad_exp(const GradArgs& g) { return {mul(g.grad_out[0], g.out[0])}; }
 const OpDef kExp{.name = "exp", .flags = kElementwise | kSaveOutputs, .infer = infer_exp, .kernel = kernels::exp,
                  .grad = grad_exp, .tile_f32 = kernels::tile_exp};
 
@@ -32,14 +32,14 @@ TensorMetas infer_relu(std::span<const Tensor> in, const Attrs&) {
     throw std::invalid_argument("[relu] is not defined for a bool tensor of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_relu(const GradArgs& g) { return {where(gt(g.out[0], 0.0), g.grad_out[0], 0.0)}; }
+TensorList grad_relu(const GradArgs& g) { return {where(gt(g.out[0], 0.0), g.grad_out[0], 0.0)}; }
 const OpDef kRelu{.name = "relu", .flags = kElementwise | kSaveOutputs, .infer = infer_relu, .kernel = kernels::relu,
                   .grad = grad_relu, .tile_f32 = kernels::tile_relu};
 
 TensorMetas infer_leaky_relu(std::span<const Tensor> in, const Attrs&) {
   return infer_float("leaky_relu", in);
 }
-std::vector<Tensor> grad_leaky_relu(const GradArgs& g) {
+TensorList grad_leaky_relu(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
   return {where(gt(g.in[0], 0.0), go, mul(go, g.attrs.f("negative_slope")))};
 }
@@ -53,7 +53,7 @@ using kernels::kInvSqrt2Pi;
 using kernels::kSqrt2Pi;
 
 TensorMetas infer_gelu(std::span<const Tensor> in, const Attrs&) { return infer_float("gelu", in); }
-std::vector<Tensor> grad_gelu(const GradArgs& g) {
+TensorList grad_gelu(const GradArgs& g) {
   return {gelu_backward(g.grad_out[0], g.in[0], g.attrs.b("tanh"))};
 }
 const OpDef kGelu{.name = "gelu", .flags = kElementwise | kSaveInputs, .infer = infer_gelu, .kernel = kernels::gelu,
@@ -67,7 +67,7 @@ TensorMetas infer_gelu_backward(std::span<const Tensor> in, const Attrs&) {
   return {{in[1].shape(), in[1].dtype()}};
 }
 // Second derivative, with public ops: exact: phi(x) (2 - x^2); tanh form: (1 - t^2)(u' - x t u'^2 + x u''/2).
-std::vector<Tensor> grad_gelu_backward(const GradArgs& g) {
+TensorList grad_gelu_backward(const GradArgs& g) {
   const Tensor &go = g.in[0], &x = g.in[1], &gg = g.grad_out[0];
   bool tanh_form = g.attrs.b("tanh");
   Tensor x2 = mul(x, x);
@@ -90,7 +90,7 @@ const OpDef kGeluBackward{.name = "gelu_backward", .flags = kElementwise | kSave
 
 // ---- sigmoid, tanh ----
 TensorMetas infer_sigmoid(std::span<const Tensor> in, const Attrs&) { return infer_float("sigmoid", in); }
-std::vector<Tensor> grad_sigmoid(const GradArgs& g) {
+TensorList grad_sigmoid(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], mul(o, 1.0 - o))};
 }
@@ -98,7 +98,7 @@ const OpDef kSigmoid{.name = "sigmoid", .flags = kElementwise | kSaveOutputs, .i
                      .kernel = kernels::sigmoid, .grad = grad_sigmoid, .tile_f32 = kernels::tile_sigmoid};
 
 TensorMetas infer_tanh(std::span<const Tensor> in, const Attrs&) { return infer_float("tanh", in); }
-std::vector<Tensor> grad_tanh(const GradArgs& g) {
+TensorList grad_tanh(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], 1.0 - mul(o, o))};
 }
@@ -107,7 +107,7 @@ const OpDef kTanh{.name = "tanh", .flags = kElementwise | kSaveOutputs, .infer =
 
 // ---- softplus: log(1 + exp(beta x)) / beta, linear above the threshold (as torch) ----
 TensorMetas infer_softplus(std::span<const Tensor> in, const Attrs&) { return infer_float("softplus", in); }
-std::vector<Tensor> grad_softplus(const GradArgs& g) {
+TensorList grad_softplus(const GradArgs& g) {
   const Tensor &x = g.in[0], &go = g.grad_out[0];
   Tensor bx = mul(x, g.attrs.f("beta"));
   return {where(gt(bx, g.attrs.f("threshold")), go, mul(go, sigmoid(bx)))};

@@ -54,27 +54,27 @@ void kernel_div_inplace(const KernelArgs& k) {
   kernels::div(k);
 }
 
-std::vector<Tensor> grad_add(const GradArgs& g) {
+TensorList grad_add(const GradArgs& g) {
   return {sum_to(g.grad_out[0], g.in_meta[0].shape), sum_to(g.grad_out[0], g.in_meta[1].shape)};
 }
-std::vector<Tensor> grad_sub(const GradArgs& g) {
+TensorList grad_sub(const GradArgs& g) {
   return {sum_to(g.grad_out[0], g.in_meta[0].shape), sum_to(neg(g.grad_out[0]), g.in_meta[1].shape)};
 }
-std::vector<Tensor> grad_mul(const GradArgs& g) {
+TensorList grad_mul(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
   return {sum_to(mul(go, g.in[1]), g.in_meta[0].shape), sum_to(mul(go, g.in[0]), g.in_meta[1].shape)};
 }
-std::vector<Tensor> grad_div(const GradArgs& g) {
+TensorList grad_div(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
   Tensor ga = div(go, g.in[1]);
   Tensor gb = neg(div(mul(ga, g.in[0]), g.in[1]));
   return {sum_to(ga, g.in_meta[0].shape), sum_to(gb, g.in_meta[1].shape)};
 }
 // In place: the target's old value gets the gradient of the result directly.
-std::vector<Tensor> grad_add_(const GradArgs& g) {
+TensorList grad_add_(const GradArgs& g) {
   return {g.grad_out[0], sum_to(g.grad_out[0], g.in_meta[1].shape)};
 }
-std::vector<Tensor> grad_sub_(const GradArgs& g) {
+TensorList grad_sub_(const GradArgs& g) {
   return {g.grad_out[0], sum_to(neg(g.grad_out[0]), g.in_meta[1].shape)};
 }
 
@@ -104,7 +104,7 @@ TensorMetas infer_neg(std::span<const Tensor> in, const Attrs&) {
   if (in[0].dtype() == DType::Bool) throw std::invalid_argument("[neg] negation of a bool tensor is not supported");
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_neg(const GradArgs& g) { return {neg(g.grad_out[0])}; }
+TensorList grad_neg(const GradArgs& g) { return {neg(g.grad_out[0])}; }
 const OpDef kNeg{.name = "neg", .flags = kElementwise, .infer = infer_neg, .kernel = kernels::neg, .grad = grad_neg,
                  .tile_f32 = kernels::tile_neg};
 OpRegistrar r9(kNeg);
@@ -117,7 +117,7 @@ TensorMetas infer_copy_(std::span<const Tensor> in, const Attrs&) {
                                 " into target of shape " + shape_str(in[0].shape()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_copy_(const GradArgs& g) {
+TensorList grad_copy_(const GradArgs& g) {
   Tensor gs = sum_to(g.grad_out[0], g.in_meta[1].shape);
   if (g.in_meta[1].dtype != gs.dtype()) gs = gs.to(g.in_meta[1].dtype);
   return {Tensor(), gs};
@@ -128,7 +128,7 @@ const OpDef kCopyInplace{.name = "copy_", .flags = kInplace, .infer = infer_copy
 TensorMetas infer_fill_(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_fill_(const GradArgs&) { return {Tensor()}; }
+TensorList grad_fill_(const GradArgs&) { return {Tensor()}; }
 const OpDef kFillInplace{.name = "fill_", .flags = kInplace, .infer = infer_fill_, .kernel = kernels::fill,
                          .grad = grad_fill_};
 OpRegistrar r10(kCopyInplace), r11(kFillInplace);

@@ -96,7 +96,7 @@ TensorMetas infer_sdpa(std::span<const Tensor> in, const Attrs& a) {
   return {{with(batch, Sq, Dv), q.dtype()}, {save ? scores : Shape{0}, q.dtype()}};
 }
 
-std::vector<Tensor> grad_sdpa(const GradArgs& g) {
+TensorList grad_sdpa(const GradArgs& g) {
   if (!g.grad_out[0].defined()) return {};  // only the weights were used: they are not exposed
   const bool has_mask = g.in.size() == 4, scores_grad = g.attrs.b("scores_grad");
   if (g.out[1].dim() != g.out[0].dim())  // [0]: the call decided no gradient was needed
@@ -107,7 +107,7 @@ std::vector<Tensor> grad_sdpa(const GradArgs& g) {
                                                                 bool_mask, g.attrs.b("is_causal"),
                                                                 g.attrs.f("scale"), scores_grad);
   // Broadcast operands get their gradients summed back to their own shapes.
-  std::vector<Tensor> out;
+  TensorList out;
   for (size_t i = 0; i < 3; ++i) out.push_back(sum_to(r[i], g.in_meta[i].shape));
   if (has_mask) out.push_back(scores_grad ? sum_to(r[3], g.in_meta[3].shape) : Tensor());
   return out;

@@ -91,7 +91,7 @@ TensorMetas infer_where(std::span<const Tensor> in, const Attrs&) {
   return {{s, in[1].dtype()}};
 }
 
-std::vector<Tensor> grad_where(const GradArgs& g) {
+TensorList grad_where(const GradArgs& g) {
   const Tensor &c = g.in[0], &go = g.grad_out[0];
   return {Tensor(), sum_to(where(c, go, 0.0), g.in_meta[1].shape), sum_to(where(c, 0.0, go), g.in_meta[2].shape)};
 }
@@ -110,7 +110,7 @@ TensorMetas infer_masked_fill(std::span<const Tensor> in, const Attrs&) {
                                 " does not broadcast to the input's shape " + shape_str(x.shape()));
   return {{x.shape(), x.dtype()}};
 }
-std::vector<Tensor> grad_masked_fill(const GradArgs& g) {
+TensorList grad_masked_fill(const GradArgs& g) {
   return {where(g.in[1], 0.0, g.grad_out[0]), Tensor()};
 }
 const OpDef kMaskedFill{.name = "masked_fill", .flags = kElementwise | kSaveInputs, .infer = infer_masked_fill,

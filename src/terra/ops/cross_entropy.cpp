@@ -39,7 +39,7 @@ void kernel_ce(const KernelArgs& k) {
 }
 
 // d loss / d x is the backward op; the saved lse, if used downstream, adds softmax * its grad.
-std::vector<Tensor> grad_ce(const GradArgs& g) {
+TensorList grad_ce(const GradArgs& g) {
   const Tensor &x = g.in[0], &t = g.in[1], &lse = g.out[1];
   Tensor gx;
   if (g.grad_out[0].defined())
@@ -77,7 +77,7 @@ void kernel_ce_bw(const KernelArgs& k) {
 
 // out = (p - onehot) * s with p = exp(x - lse) and s the row's scale (grad, masked, / used for
 // mean). Written with nll ops, which know the mask and the divisor: onehot * s = -nll_loss_backward.
-std::vector<Tensor> grad_ce_bw(const GradArgs& a) {
+TensorList grad_ce_bw(const GradArgs& a) {
   const Tensor &v = a.grad_out[0], &g = a.in[0], &x = a.in[1], &t = a.in[2], &lse = a.in[3];
   const int64_t ignore = a.attrs.i("ignore_index"), red = a.attrs.i("reduction"), cd = class_dim(x.shape());
   const char* names[] = {"none", "mean", "sum"};

@@ -46,7 +46,7 @@ TensorMetas infer_pow(std::span<const Tensor> in, const Attrs&) {
 }
 // As torch: no gradient to the base where the exponent is 0; none to the exponent where base == 0
 // and exponent >= 0 (log(0) would poison it).
-std::vector<Tensor> grad_pow(const GradArgs& g) {
+TensorList grad_pow(const GradArgs& g) {
   const Tensor &a = g.in[0], &b = g.in[1], &go = g.grad_out[0], &out = g.out[0];
   Tensor ga = where(eq(b, 0.0), 0.0, mul(mul(go, b), pow(a, sub(b, 1.0))));
   Tensor gb = where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, mul(mul(go, out), log(a)));
@@ -58,7 +58,7 @@ const OpDef kPow{.name = "pow", .flags = kElementwise | kSaveInputs | kSaveOutpu
 TensorMetas infer_pow_scalar(std::span<const Tensor> in, const Attrs&) {
   return infer_float_unary("pow", in);
 }
-std::vector<Tensor> grad_pow_scalar(const GradArgs& g) {
+TensorList grad_pow_scalar(const GradArgs& g) {
   double e = g.attrs.f("exponent");
   if (e == 0.0) return {mul(g.grad_out[0], 0.0)};
   if (e == 1.0) return {g.grad_out[0]};
@@ -69,13 +69,13 @@ const OpDef kPowScalar{.name = "pow_scalar", .flags = kElementwise | kSaveInputs
 
 // ---- sqrt, rsqrt, log (exp lives in activations.cpp with the vectorized float math) ----
 TensorMetas infer_sqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("sqrt", in); }
-std::vector<Tensor> grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
+TensorList grad_sqrt(const GradArgs& g) { return {div(mul(g.grad_out[0], 0.5), g.out[0])}; }
 const OpDef kSqrt{.name = "sqrt", .flags = kElementwise | kSaveOutputs, .infer = infer_sqrt, .kernel = kernels::sqrt,
                   .grad = grad_sqrt, .tile_f32 = kernels::tile_sqrt};
 
 TensorMetas infer_rsqrt(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("rsqrt", in); }
 // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
-std::vector<Tensor> grad_rsqrt(const GradArgs& g) {
+TensorList grad_rsqrt(const GradArgs& g) {
   const Tensor& o = g.out[0];
   return {mul(g.grad_out[0], mul(mul(o, o), mul(o, -0.5)))};
 }
@@ -84,24 +84,24 @@ const OpDef kRsqrt{.name = "rsqrt", .flags = kElementwise | kSaveOutputs, .infer
 
 
 TensorMetas infer_log(std::span<const Tensor> in, const Attrs&) { return infer_float_unary("log", in); }
-std::vector<Tensor> grad_log(const GradArgs& g) { return {div(g.grad_out[0], g.in[0])}; }
+TensorList grad_log(const GradArgs& g) { return {div(g.grad_out[0], g.in[0])}; }
 const OpDef kLog{.name = "log", .flags = kElementwise | kSaveInputs, .infer = infer_log, .kernel = kernels::log,
                  .grad = grad_log};
 
 // ---- abs, sign ----
 TensorMetas infer_abs(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("abs", in); }
-std::vector<Tensor> grad_abs(const GradArgs& g) { return {mul(g.grad_out[0], sign(g.in[0]))}; }
+TensorList grad_abs(const GradArgs& g) { return {mul(g.grad_out[0], sign(g.in[0]))}; }
 const OpDef kAbs{.name = "abs", .flags = kElementwise | kSaveInputs, .infer = infer_abs, .kernel = kernels::abs,
                  .grad = grad_abs, .tile_f32 = kernels::tile_abs};
 
 TensorMetas infer_sign(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("sign", in); }
-std::vector<Tensor> grad_sign(const GradArgs& g) { return {mul(g.grad_out[0], 0.0)}; }
+TensorList grad_sign(const GradArgs& g) { return {mul(g.grad_out[0], 0.0)}; }
 const OpDef kSign{.name = "sign", .flags = kElementwise, .infer = infer_sign, .kernel = kernels::sign,
                   .grad = grad_sign};
 
 // ---- clamp ----
 TensorMetas infer_clamp(std::span<const Tensor> in, const Attrs&) { return infer_numeric_unary("clamp", in); }
-std::vector<Tensor> grad_clamp(const GradArgs& g) {
+TensorList grad_clamp(const GradArgs& g) {
   const Tensor& x = g.in[0];
   Tensor keep;
   if (g.attrs.b("has_min")) keep = ge(x, g.attrs.f("min"));
@@ -118,7 +118,7 @@ const OpDef kClamp{.name = "clamp", .flags = kElementwise | kSaveInputs, .infer 
 TensorMetas infer_maximum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("maximum", in); }
 TensorMetas infer_minimum(std::span<const Tensor> in, const Attrs&) { return infer_binary_same("minimum", in); }
 // Share of the gradient that goes to `a`: 1 where a wins, 1/2 at ties.
-std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
+TensorList grad_extreme(const GradArgs& g, bool is_max) {
   const Tensor &a = g.in[0], &b = g.in[1], &go = g.grad_out[0];
   DType dt = go.dtype();
   Tensor tie = mul(eq(a, b).to(dt), 0.5);
@@ -126,8 +126,8 @@ std::vector<Tensor> grad_extreme(const GradArgs& g, bool is_max) {
   Tensor wb = add((is_max ? gt(b, a) : lt(b, a)).to(dt), tie);
   return {sum_to(mul(go, wa), g.in_meta[0].shape), sum_to(mul(go, wb), g.in_meta[1].shape)};
 }
-std::vector<Tensor> grad_maximum(const GradArgs& g) { return grad_extreme(g, true); }
-std::vector<Tensor> grad_minimum(const GradArgs& g) { return grad_extreme(g, false); }
+TensorList grad_maximum(const GradArgs& g) { return grad_extreme(g, true); }
+TensorList grad_minimum(const GradArgs& g) { return grad_extreme(g, false); }
 const OpDef kMaximum{.name = "maximum", .flags = kElementwise | kSaveInputs, .infer = infer_maximum,
                      .kernel = kernels::maximum, .grad = grad_maximum, .tile_f32 = kernels::tile_maximum};
 const OpDef kMinimum{.name = "minimum", .flags = kElementwise | kSaveInputs, .infer = infer_minimum,

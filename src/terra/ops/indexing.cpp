@@ -42,9 +42,9 @@ TensorMetas infer_cat(std::span<const Tensor> in, const Attrs& a) {
   return {{out, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_cat(const GradArgs& g) {
+TensorList grad_cat(const GradArgs& g) {
   int64_t dim = g.attrs.i("dim"), off = 0;
-  std::vector<Tensor> out;
+  TensorList out;
   for (const TensorMeta& m : g.in_meta) {
     int64_t len = m.shape[size_t(dim)];
     out.push_back(is_floating(m.dtype) ? slice(g.grad_out[0], dim, off, off + len) : Tensor());
@@ -64,7 +64,7 @@ TensorMetas infer_index_select(std::span<const Tensor> in, const Attrs& a) {
   return {{s, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_index_select(const GradArgs& g) {
+TensorList grad_index_select(const GradArgs& g) {
   return {index_select_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
@@ -83,7 +83,7 @@ TensorMetas infer_index_select_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{a.ints("shape"), in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_index_select_bw(const GradArgs& g) {
+TensorList grad_index_select_bw(const GradArgs& g) {
   return {index_select(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
@@ -111,7 +111,7 @@ TensorMetas infer_gather(std::span<const Tensor> in, const Attrs& a) {
   return {{in[1].shape(), in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_gather(const GradArgs& g) {
+TensorList grad_gather(const GradArgs& g) {
   return {gather_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
@@ -127,7 +127,7 @@ TensorMetas infer_gather_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{s, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_gather_bw(const GradArgs& g) {
+TensorList grad_gather_bw(const GradArgs& g) {
   return {gather(g.grad_out[0], g.attrs.i("dim"), g.in[1]), Tensor()};
 }
 
@@ -147,7 +147,7 @@ TensorMetas infer_embedding(std::span<const Tensor> in, const Attrs&) {
   return {{s, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_embedding(const GradArgs& g) {
+TensorList grad_embedding(const GradArgs& g) {
   return {embedding_backward(g.grad_out[0], g.in[1], g.in_meta[0].shape[0], g.attrs.i("padding_idx")), Tensor()};
 }
 
@@ -170,7 +170,7 @@ TensorMetas infer_embedding_bw(std::span<const Tensor> in, const Attrs& a) {
   return {{{a.i("num"), in[0].shape().back()}, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_embedding_bw(const GradArgs& g) {
+TensorList grad_embedding_bw(const GradArgs& g) {
   Attrs a{{"padding_idx", g.attrs.i("padding_idx")}, {"mask_padding", true}};
   return {dispatch1(kEmbedding, {g.grad_out[0], g.in[1]}, a), Tensor()};
 }

@@ -30,7 +30,7 @@ TensorMetas infer_matmul(std::span<const Tensor> in, const Attrs&) {
   return {{s, in[0].dtype()}};
 }
 
-std::vector<Tensor> grad_matmul(const GradArgs& g) {
+TensorList grad_matmul(const GradArgs& g) {
   return matmul_backward(g.grad_out[0], g.in[0], g.in[1], g.in_meta[0].shape, g.in_meta[1].shape);
 }
 
@@ -45,8 +45,8 @@ OpRegistrar r1(kMatmul);
 
 }  // namespace
 
-std::vector<Tensor> matmul_backward(const Tensor& go, const Tensor& a, const Tensor& b, const Shape& a_shape,
-                                    const Shape& b_shape) {
+TensorList matmul_backward(const Tensor& go, const Tensor& a, const Tensor& b, const Shape& a_shape,
+                           const Shape& b_shape) {
   Tensor ga = matmul(go, transpose(b, -1, -2));
   Tensor gb;
   if (b.dim() == 2 && a.dim() == 2 && b.impl()->strides[0] == 1 && b.shape()[0] > 1 && b.shape()[1] > 1)

@@ -49,15 +49,15 @@ TensorMetas infer_linear(std::span<const Tensor> in, const Attrs&) {
 
 // What the composition's autograd did: add's gradient for b, matmul's for x and w^T, and the
 // transpose's for w, in that order.
-std::vector<Tensor> linear_grads(const GradArgs& g, const Tensor& go) {
+TensorList linear_grads(const GradArgs& g, const Tensor& go) {
   const Shape& ws = g.in_meta[1].shape;
   Tensor gb = sum_to(go, g.in_meta[2].shape);
-  std::vector<Tensor> r = matmul_backward(go, g.in[0], transpose(g.in[1], 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
+  TensorList r = matmul_backward(go, g.in[0], transpose(g.in[1], 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
   return {r[0], transpose(r[1], 0, 1), gb};
 }
-std::vector<Tensor> grad_linear(const GradArgs& g) { return linear_grads(g, g.grad_out[0]); }
+TensorList grad_linear(const GradArgs& g) { return linear_grads(g, g.grad_out[0]); }
 // relu's gradient first, as relu's own grad wrote it: where(out > 0, grad, 0).
-std::vector<Tensor> grad_linear_relu(const GradArgs& g) {
+TensorList grad_linear_relu(const GradArgs& g) {
   return linear_grads(g, where(gt(g.out[0], 0.0), g.grad_out[0], 0.0));
 }
 

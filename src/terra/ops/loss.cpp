@@ -38,7 +38,7 @@ void kernel_nll(const KernelArgs& k) {
   kernels::nll_loss(k.in[0], k.in[1], xent_shape(k.in[0].shape(), k.attrs, used), k.out[0]);
 }
 
-std::vector<Tensor> grad_nll(const GradArgs& g) {
+TensorList grad_nll(const GradArgs& g) {
   return {nll_loss_backward(g.grad_out[0], g.in[1], g.in_meta[0].shape, g.attrs.i("ignore_index"),
                             g.attrs.i("reduction")),
           Tensor()};
@@ -68,7 +68,7 @@ void kernel_nll_bw(const KernelArgs& k) {
 }
 
 // The backward is linear in grad; its adjoint picks -v[target] again: nll_loss itself.
-std::vector<Tensor> grad_nll_bw(const GradArgs& g) {
+TensorList grad_nll_bw(const GradArgs& g) {
   Tensor v = g.grad_out[0];
   const Tensor& t = g.in[1];
   if (v.dtype() != g.in_meta[0].dtype) v = v.to(g.in_meta[0].dtype);
@@ -95,7 +95,7 @@ TensorMetas infer_bce(std::span<const Tensor> in, const Attrs&) {
                                 dtype_name(in[0].dtype()) + " and " + dtype_name(in[1].dtype()));
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_bce(const GradArgs& g) {
+TensorList grad_bce(const GradArgs& g) {
   const Tensor &go = g.grad_out[0], &x = g.in[0];
   return {binary_cross_entropy_with_logits_backward(go, x, g.in[1]), neg(mul(go, x))};
 }
@@ -110,7 +110,7 @@ TensorMetas infer_bce_bw(std::span<const Tensor> in, const Attrs&) {
   return {{in[1].shape(), in[1].dtype()}};
 }
 // out = g * (s - t), s = sigmoid(x); ds/dx = s * (1 - s).
-std::vector<Tensor> grad_bce_bw(const GradArgs& a) {
+TensorList grad_bce_bw(const GradArgs& a) {
   const Tensor &v = a.grad_out[0], &g = a.in[0], &x = a.in[1], &t = a.in[2];
   Tensor s = sigmoid(x);
   Tensor gg = binary_cross_entropy_with_logits_backward(v, x, t);

@@ -51,11 +51,11 @@ TensorMetas infer_batch_norm(std::span<const Tensor> in, const Attrs& a) {
   return {{x.shape(), x.dtype()}, {c, x.dtype()}, {c, x.dtype()}};
 }
 
-std::vector<Tensor> grad_batch_norm(const GradArgs& g) {
+TensorList grad_batch_norm(const GradArgs& g) {
   if (!g.grad_out[0].defined()) return {};  // only the saved statistics were used downstream
   const bool hw = g.attrs.b("has_weight"), hb = g.attrs.b("has_bias"), run = g.attrs.b("use_running");
   std::vector<Tensor> r = batch_norm_backward(g.grad_out[0], g.in[0], g.out[1], g.out[2], hw ? g.in[1] : Tensor(), run);
-  std::vector<Tensor> out{r[0]};
+  TensorList out{r[0]};
   if (hw) out.push_back(r[1]);
   if (hb) out.push_back(r[2]);
   return out;  // running statistics get no gradient
@@ -103,12 +103,12 @@ TensorMetas infer_layer_norm(std::span<const Tensor> in, const Attrs& a) {
   return {{x.shape(), x.dtype()}, {outer, x.dtype()}, {outer, x.dtype()}};
 }
 
-std::vector<Tensor> grad_layer_norm(const GradArgs& g) {
+TensorList grad_layer_norm(const GradArgs& g) {
   if (!g.grad_out[0].defined()) return {};
   const bool hw = g.attrs.b("has_weight"), hb = g.attrs.b("has_bias");
   std::vector<Tensor> r = layer_norm_backward(g.grad_out[0], g.in[0], g.out[1], g.out[2], hw ? g.in[1] : Tensor(),
                                               g.attrs.ints("normalized_shape"));
-  std::vector<Tensor> out{r[0]};
+  TensorList out{r[0]};
   if (hw) out.push_back(r[1]);
   if (hb) out.push_back(r[2]);
   return out;

@@ -60,7 +60,7 @@ TensorMetas infer_max_pool2d(std::span<const Tensor> in, const Attrs& a) {
   Shape out = window_out("max_pool2d", in[0].shape(), a);
   return {{out, in[0].dtype()}, {out, DType::Int64}};
 }
-std::vector<Tensor> grad_max_pool2d(const GradArgs& g) {
+TensorList grad_max_pool2d(const GradArgs& g) {
   return {max_pool2d_backward(g.grad_out[0], g.out[1], g.in_meta[0].shape)};
 }
 TensorMetas infer_max_pool2d_backward(std::span<const Tensor> in, const Attrs& a) {
@@ -80,7 +80,7 @@ TensorMetas infer_avg_pool2d(std::span<const Tensor> in, const Attrs& a) {
   check_input("avg_pool2d", in[0]);
   return {{window_out("avg_pool2d", in[0].shape(), a), in[0].dtype()}};
 }
-std::vector<Tensor> grad_avg_pool2d(const GradArgs& g) {
+TensorList grad_avg_pool2d(const GradArgs& g) {
   return {avg_pool2d_backward(g.grad_out[0], g.in_meta[0].shape, int2(g.attrs, "kernel"), int2(g.attrs, "stride"),
                               int2(g.attrs, "padding"), g.attrs.b("count_include_pad"))};
 }
@@ -103,7 +103,7 @@ TensorMetas infer_adaptive_avg_pool2d(std::span<const Tensor> in, const Attrs& a
     throw std::invalid_argument("[adaptive_avg_pool2d] input of shape " + shape_str(x) + " has an empty spatial dim");
   return {{{x[0], x[1], o[0], o[1]}, in[0].dtype()}};
 }
-std::vector<Tensor> grad_adaptive_avg_pool2d(const GradArgs& g) {
+TensorList grad_adaptive_avg_pool2d(const GradArgs& g) {
   return {adaptive_avg_pool2d_backward(g.grad_out[0], g.in_meta[0].shape)};
 }
 
@@ -118,7 +118,7 @@ TensorMetas infer_upsample_nearest2d(std::span<const Tensor> in, const Attrs& a)
     throw std::invalid_argument("[upsample_nearest2d] input of shape " + shape_str(x) + " has an empty spatial dim");
   return {{{x[0], x[1], o[0], o[1]}, in[0].dtype()}};
 }
-std::vector<Tensor> grad_upsample_nearest2d(const GradArgs& g) {
+TensorList grad_upsample_nearest2d(const GradArgs& g) {
   return {upsample_nearest2d_backward(g.grad_out[0], g.in_meta[0].shape)};
 }
 

@@ -43,7 +43,7 @@ TensorMetas infer_sum(std::span<const Tensor> in, const Attrs& a) {
   return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), d}};
 }
 
-std::vector<Tensor> grad_sum(const GradArgs& g) {
+TensorList grad_sum(const GradArgs& g) {
   const Shape& in = g.in_meta[0].shape;
   Tensor go = g.grad_out[0];
   if (!g.attrs.b("keepdim")) go = reshape(go, reduced_shape(in, g.attrs.ints("dims"), true));

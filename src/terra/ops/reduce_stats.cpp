@@ -26,7 +26,7 @@ TensorMetas infer_max_all(std::span<const Tensor> in, const Attrs&) { return inf
 TensorMetas infer_min_all(std::span<const Tensor> in, const Attrs&) { return infer_extreme_all("min", in); }
 
 // Ties share the gradient evenly (torch's rule for the full reduction).
-std::vector<Tensor> grad_extreme_all(const GradArgs& g) {
+TensorList grad_extreme_all(const GradArgs& g) {
   const Tensor& go = g.grad_out[0];
   Tensor m = eq(g.in[0], g.out[0]).to(go.dtype());
   return {mul(m, div(go, sum(m)))};
@@ -63,7 +63,7 @@ TensorMetas infer_argmin(std::span<const Tensor> in, const Attrs& a) {
 }
 
 // The gradient goes to the element the saved index names: a one-hot mask along `dim`.
-std::vector<Tensor> grad_extreme_dim(const GradArgs& g) {
+TensorList grad_extreme_dim(const GradArgs& g) {
   int64_t dim = g.attrs.i("dim");
   const Shape& xs = g.in_meta[0].shape;
   Tensor go = g.grad_out[0], idx = g.out[1];
@@ -92,7 +92,7 @@ TensorMetas infer_var(std::span<const Tensor> in, const Attrs& a) {
                                 " of shape " + shape_str(in[0].shape()));
   return {{reduced_shape(in[0].shape(), a.ints("dims"), a.b("keepdim")), in[0].dtype()}};
 }
-std::vector<Tensor> grad_var(const GradArgs& g) {
+TensorList grad_var(const GradArgs& g) {
   const Tensor& x = g.in[0];
   const auto& dims = g.attrs.ints("dims");
   const Shape& xs = g.in_meta[0].shape;

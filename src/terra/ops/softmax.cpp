@@ -45,15 +45,15 @@ TensorMetas infer_log_softmax_bw(std::span<const Tensor> in, const Attrs&) {
   return infer_bw("log_softmax_backward", in);
 }
 
-std::vector<Tensor> grad_softmax(const GradArgs& g) {
+TensorList grad_softmax(const GradArgs& g) {
   return {softmax_backward(g.grad_out[0], g.out[0], g.attrs.i("dim"))};
 }
-std::vector<Tensor> grad_log_softmax(const GradArgs& g) {
+TensorList grad_log_softmax(const GradArgs& g) {
   return {log_softmax_backward(g.grad_out[0], g.out[0], g.attrs.i("dim"))};
 }
 
 // out = y * (go - sum(go * y)): linear in go (its adjoint is itself); d/dy from the product rule.
-std::vector<Tensor> grad_softmax_bw(const GradArgs& a) {
+TensorList grad_softmax_bw(const GradArgs& a) {
   int64_t d = a.attrs.i("dim");
   const Tensor &v = a.grad_out[0], &go = a.in[0], &y = a.in[1];
   Tensor s = sum(mul(go, y), {d}, true);
@@ -62,7 +62,7 @@ std::vector<Tensor> grad_softmax_bw(const GradArgs& a) {
   return {gg, gy};
 }
 // out = go - p * sum(go) with p = exp(y).
-std::vector<Tensor> grad_log_softmax_bw(const GradArgs& a) {
+TensorList grad_log_softmax_bw(const GradArgs& a) {
   int64_t d = a.attrs.i("dim");
   const Tensor &v = a.grad_out[0], &go = a.in[0], &y = a.in[1];
   Tensor p = exp(y);

@@ -93,7 +93,7 @@ Tensor view_view(const Tensor& x, const Attrs& a) {
   const Shape& s = a.ints("shape");
   return make_view(x, s, *view_strides(x.shape(), x.strides(), s), x.impl()->offset);
 }
-std::vector<Tensor> grad_view(const GradArgs& g) { return {reshape(g.grad_out[0], g.in_meta[0].shape)}; }
+TensorList grad_view(const GradArgs& g) { return {reshape(g.grad_out[0], g.in_meta[0].shape)}; }
 const OpDef kViewOp{.name = "view", .flags = kView, .infer = infer_view, .view = view_view, .grad = grad_view};
 
 // ---- permute
@@ -122,7 +122,7 @@ Tensor view_permute(const Tensor& x, const Attrs& a) {
   }
   return make_view(x, s, st, x.impl()->offset);
 }
-std::vector<Tensor> grad_permute(const GradArgs& g) {
+TensorList grad_permute(const GradArgs& g) {
   const auto& p = g.attrs.ints("dims");
   std::vector<int64_t> inv(p.size());
   for (size_t d = 0; d < p.size(); ++d) inv[size_t(p[d])] = int64_t(d);
@@ -179,7 +179,7 @@ void kernel_slice_backward(const KernelArgs& k) {
   Tensor region = view_slice(k.out[0], k.attrs);
   kernels::slice_backward(k.in[0], k.out[0], region);
 }
-std::vector<Tensor> grad_slice_backward(const GradArgs& g) {
+TensorList grad_slice_backward(const GradArgs& g) {
   const Attrs& a = g.attrs;
   return {slice(g.grad_out[0], a.i("dim"), a.i("start"), a.i("end"), a.i("step"))};
 }
@@ -190,7 +190,7 @@ Tensor slice_backward(const Tensor& g, const Shape& in_shape, const Attrs& a) {
   b.set("in_shape", in_shape);
   return dispatch1(kSliceBackward, {g}, b);
 }
-std::vector<Tensor> grad_slice(const GradArgs& g) {
+TensorList grad_slice(const GradArgs& g) {
   return {slice_backward(g.grad_out[0], g.in_meta[0].shape, g.attrs)};
 }
 const OpDef kSlice{.name = "slice", .flags = kView, .infer = infer_slice, .view = view_slice, .grad = grad_slice};
@@ -221,7 +221,7 @@ Tensor view_expand(const Tensor& x, const Attrs& a) {
     st[d] = x.shape()[d - off] == s[d] ? x.strides()[d - off] : 0;
   return make_view(x, s, st, x.impl()->offset);
 }
-std::vector<Tensor> grad_expand(const GradArgs& g) { return {sum_to(g.grad_out[0], g.in_meta[0].shape)}; }
+TensorList grad_expand(const GradArgs& g) { return {sum_to(g.grad_out[0], g.in_meta[0].shape)}; }
 const OpDef kExpand{.name = "expand", .flags = kView, .infer = infer_expand, .view = view_expand,
                     .grad = grad_expand};
 
@@ -229,14 +229,14 @@ const OpDef kExpand{.name = "expand", .flags = kView, .infer = infer_expand, .vi
 TensorMetas infer_copy(std::span<const Tensor> in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
-std::vector<Tensor> grad_copy(const GradArgs& g) { return {g.grad_out[0]}; }
+TensorList grad_copy(const GradArgs& g) { return {g.grad_out[0]}; }
 const OpDef kCopy{.name = "copy", .flags = kElementwise, .infer = infer_copy, .kernel = kernels::copy,
                   .grad = grad_copy};
 
 TensorMetas infer_cast(std::span<const Tensor> in, const Attrs& a) {
   return {{in[0].shape(), a.dtype("dtype")}};
 }
-std::vector<Tensor> grad_cast(const GradArgs& g) {
+TensorList grad_cast(const GradArgs& g) {
   DType d = g.in_meta[0].dtype;
   if (!is_floating(d)) return {Tensor()};
   return {cast(g.grad_out[0], d)};
