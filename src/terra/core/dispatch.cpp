@@ -157,6 +157,8 @@ Tensor dispatch1(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs
   return std::move(dispatch_list(op, in, attrs)[0]);
 }
 
+void dispatch_effect(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) { dispatch_list(op, in, attrs); }
+
 void fetch(const Tensor& t) {
   if (!t.defined()) throw std::invalid_argument("[fetch] reading the value of an undefined tensor");
   if (Executor* ex = current_executor()) ex->on_fetch(t);

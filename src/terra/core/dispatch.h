@@ -21,6 +21,12 @@ inline std::vector<Tensor> dispatch(const OpDef& op, std::initializer_list<Tenso
 inline Tensor dispatch1(const OpDef& op, std::initializer_list<Tensor> in, const Attrs& attrs = {}) {
   return dispatch1(op, std::span<const Tensor>(in.begin(), in.size()), attrs);
 }
+// The same for a call whose outputs the caller does not use (in-place ops, optimizer updates):
+// they stay in the pooled list and are dropped there, with no vector malloc'd for them.
+void dispatch_effect(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs = {});
+inline void dispatch_effect(const OpDef& op, std::initializer_list<Tensor> in, const Attrs& attrs = {}) {
+  dispatch_effect(op, std::span<const Tensor>(in.begin(), in.size()), attrs);
+}
 
 // Runs the kernel (or view) now on real inputs. Eager mode, tracing and the GraphRunner use it.
 // Version counters are host-side semantics: graph executors replaying a call pass bump=false.

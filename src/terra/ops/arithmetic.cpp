@@ -145,7 +145,7 @@ void inplace(const OpDef& op, const Tensor& self, Tensor other) {
   if (!self.defined() || !other.defined())
     throw std::invalid_argument(std::string("[") + op.name + "] input is undefined");
   if (other.dtype() != self.dtype()) other = other.to(self.dtype());
-  dispatch(op, {self, std::move(other)});
+  dispatch_effect(op, {self, std::move(other)});
 }
 
 }  // namespace
@@ -185,8 +185,8 @@ void add_inplace(const Tensor& self, const Tensor& other) { inplace(kAddInplace,
 void sub_inplace(const Tensor& self, const Tensor& other) { inplace(kSubInplace, self, other); }
 void mul_inplace(const Tensor& self, const Tensor& other) { inplace(kMulInplace, self, other); }
 void div_inplace(const Tensor& self, const Tensor& other) { inplace(kDivInplace, self, other); }
-void copy_inplace(const Tensor& self, const Tensor& src) { dispatch(kCopyInplace, {self, src}); }
-void fill_inplace(const Tensor& self, double value) { dispatch(kFillInplace, {self}, Attrs{{"value", value}}); }
+void copy_inplace(const Tensor& self, const Tensor& src) { dispatch_effect(kCopyInplace, {self, src}); }
+void fill_inplace(const Tensor& self, double value) { dispatch_effect(kFillInplace, {self}, Attrs{{"value", value}}); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

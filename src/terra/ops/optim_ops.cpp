@@ -243,7 +243,7 @@ void moment(const OpDef& op, const Tensor& state, const Tensor& grad, const char
             const Tensor& param, double weight_decay) {
   std::vector<Tensor> in{state, grad};
   if (param.defined()) in.push_back(param);
-  dispatch(op, std::move(in),
+  dispatch_effect(op, std::move(in),
            Attrs{{beta_name, beta}, {"weight_decay", weight_decay}, {"has_param", param.defined()}});
 }
 
@@ -271,7 +271,7 @@ void adam_param_(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_a
   if (step_scalars.size() != 2)
     throw std::invalid_argument("[adam_param_] expected the 2 tensors of adam_step_scalars, got " +
                                 std::to_string(step_scalars.size()));
-  dispatch(kAdamParam, {param, exp_avg, exp_avg_sq, step_scalars[0], step_scalars[1], lr},
+  dispatch_effect(kAdamParam, {param, exp_avg, exp_avg_sq, step_scalars[0], step_scalars[1], lr},
            Attrs{{"eps", eps}, {"weight_decay", decoupled_weight_decay}});
 }
 
@@ -285,7 +285,7 @@ void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
   check_role_size(op, "exp_avgs", exp_avgs, n);
   check_role_size(op, "exp_avg_sqs", exp_avg_sqs, n);
   check_role_size(op, "steps", steps, n);
-  dispatch(kFusedAdam, concat({&params, &exp_avgs, &exp_avg_sqs, &steps, &grads}, lr),
+  dispatch_effect(kFusedAdam, concat({&params, &exp_avgs, &exp_avg_sqs, &steps, &grads}, lr),
            Attrs{{"n", int64_t(n)},
                  {"beta1", beta1},
                  {"beta2", beta2},
@@ -303,7 +303,7 @@ void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
   check_role_size(op, "grads", grads, n);
   check_role_size(op, "momentum_buffers", momentum_buffers, buf ? n : 0);
   check_role_size(op, "steps", steps, count ? n : 0);
-  dispatch(kFusedSgd, concat({&params, &momentum_buffers, &steps, &grads}, lr),
+  dispatch_effect(kFusedSgd, concat({&params, &momentum_buffers, &steps, &grads}, lr),
            Attrs{{"n", int64_t(n)},
                  {"momentum", momentum},
                  {"dampening", dampening},
@@ -316,7 +316,7 @@ void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const
   std::vector<Tensor> in{buf, grad};
   if (param.defined()) in.push_back(param);
   if (dampening_factor.defined()) in.push_back(dampening_factor);
-  dispatch(kSgdMomentum, std::move(in),
+  dispatch_effect(kSgdMomentum, std::move(in),
            Attrs{{"momentum", momentum},
                  {"weight_decay", weight_decay},
                  {"has_param", param.defined()},
@@ -331,7 +331,7 @@ void sgd_param_(const Tensor& param, const Tensor& lr, const Tensor& grad, const
   std::vector<Tensor> in{param, lr};
   if (grad.defined()) in.push_back(grad);
   if (buf.defined()) in.push_back(buf);
-  dispatch(kSgdParam, std::move(in),
+  dispatch_effect(kSgdParam, std::move(in),
            Attrs{{"momentum", momentum},
                  {"weight_decay", weight_decay},
                  {"has_grad", grad.defined()},
