@@ -96,7 +96,7 @@ TensorList grad_conv2d(const GradArgs& g) {
   Int2 s = int2(g.attrs, "stride"), p = int2(g.attrs, "padding"), d = int2(g.attrs, "dilation");
   int64_t G = g.attrs.i("groups");
   TensorList r{conv2d_backward_input(go, g.in[1], g.in_meta[0].shape, s, p, d, G),
-                        conv2d_backward_weight(go, g.in[0], g.in_meta[1].shape, s, p, d, G)};
+               conv2d_backward_weight(go, g.in[0], g.in_meta[1].shape, s, p, d, G)};
   if (g.in.size() > 2) r.push_back(sum(go, {0, 2, 3}));
   return r;
 }
@@ -185,7 +185,7 @@ TensorList grad_conv_transpose2d(const GradArgs& g) {
   Int2 s = int2(g.attrs, "stride"), p = int2(g.attrs, "padding"), d = int2(g.attrs, "dilation");
   int64_t G = g.attrs.i("groups");
   TensorList r{conv2d(go, g.in[1], Tensor(), s, p, d, G),
-                        conv2d_backward_weight(g.in[0], go, g.in_meta[1].shape, s, p, d, G)};
+               conv2d_backward_weight(g.in[0], go, g.in_meta[1].shape, s, p, d, G)};
   if (g.in.size() > 2) r.push_back(sum(go, {0, 2, 3}));
   return r;
 }

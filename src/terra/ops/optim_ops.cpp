@@ -244,7 +244,7 @@ void moment(const OpDef& op, const Tensor& state, const Tensor& grad, const char
   std::vector<Tensor> in{state, grad};
   if (param.defined()) in.push_back(param);
   dispatch_effect(op, std::move(in),
-           Attrs{{beta_name, beta}, {"weight_decay", weight_decay}, {"has_param", param.defined()}});
+                  Attrs{{beta_name, beta}, {"weight_decay", weight_decay}, {"has_param", param.defined()}});
 }
 
 }  // namespace
@@ -272,7 +272,7 @@ void adam_param_(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_a
     throw std::invalid_argument("[adam_param_] expected the 2 tensors of adam_step_scalars, got " +
                                 std::to_string(step_scalars.size()));
   dispatch_effect(kAdamParam, {param, exp_avg, exp_avg_sq, step_scalars[0], step_scalars[1], lr},
-           Attrs{{"eps", eps}, {"weight_decay", decoupled_weight_decay}});
+                  Attrs{{"eps", eps}, {"weight_decay", decoupled_weight_decay}});
 }
 
 void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
@@ -286,12 +286,12 @@ void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
   check_role_size(op, "exp_avg_sqs", exp_avg_sqs, n);
   check_role_size(op, "steps", steps, n);
   dispatch_effect(kFusedAdam, concat({&params, &exp_avgs, &exp_avg_sqs, &steps, &grads}, lr),
-           Attrs{{"n", int64_t(n)},
-                 {"beta1", beta1},
-                 {"beta2", beta2},
-                 {"eps", eps},
-                 {"weight_decay", weight_decay},
-                 {"decoupled", decoupled}});
+                  Attrs{{"n", int64_t(n)},
+                        {"beta1", beta1},
+                        {"beta2", beta2},
+                        {"eps", eps},
+                        {"weight_decay", weight_decay},
+                        {"decoupled", decoupled}});
 }
 
 void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
@@ -304,11 +304,11 @@ void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
   check_role_size(op, "momentum_buffers", momentum_buffers, buf ? n : 0);
   check_role_size(op, "steps", steps, count ? n : 0);
   dispatch_effect(kFusedSgd, concat({&params, &momentum_buffers, &steps, &grads}, lr),
-           Attrs{{"n", int64_t(n)},
-                 {"momentum", momentum},
-                 {"dampening", dampening},
-                 {"weight_decay", weight_decay},
-                 {"nesterov", nesterov}});
+                  Attrs{{"n", int64_t(n)},
+                        {"momentum", momentum},
+                        {"dampening", dampening},
+                        {"weight_decay", weight_decay},
+                        {"nesterov", nesterov}});
 }
 
 void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const Tensor& dampening_factor,
@@ -317,10 +317,10 @@ void sgd_momentum_(const Tensor& buf, const Tensor& grad, double momentum, const
   if (param.defined()) in.push_back(param);
   if (dampening_factor.defined()) in.push_back(dampening_factor);
   dispatch_effect(kSgdMomentum, std::move(in),
-           Attrs{{"momentum", momentum},
-                 {"weight_decay", weight_decay},
-                 {"has_param", param.defined()},
-                 {"has_dampening", dampening_factor.defined()}});
+                  Attrs{{"momentum", momentum},
+                        {"weight_decay", weight_decay},
+                        {"has_param", param.defined()},
+                        {"has_dampening", dampening_factor.defined()}});
 }
 
 void sgd_param_(const Tensor& param, const Tensor& lr, const Tensor& grad, const Tensor& buf, double momentum,
@@ -332,10 +332,10 @@ void sgd_param_(const Tensor& param, const Tensor& lr, const Tensor& grad, const
   if (grad.defined()) in.push_back(grad);
   if (buf.defined()) in.push_back(buf);
   dispatch_effect(kSgdParam, std::move(in),
-           Attrs{{"momentum", momentum},
-                 {"weight_decay", weight_decay},
-                 {"has_grad", grad.defined()},
-                 {"has_buffer", buf.defined()}});
+                  Attrs{{"momentum", momentum},
+                        {"weight_decay", weight_decay},
+                        {"has_grad", grad.defined()},
+                        {"has_buffer", buf.defined()}});
 }
 
 }  // namespace terra
