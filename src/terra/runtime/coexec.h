@@ -18,7 +18,7 @@
 
 namespace terra::runtime {
 
-struct SkelPending;  // a skeleton placeholder's value (coexec.cpp)
+struct SkelPending;  // a skeleton placeholder's value (skel_pending.h)
 
 class CoExecSession {
  public:
@@ -77,6 +77,7 @@ class CoExecSession {
   void sync_other_sessions();  // engines of this thread: two may train the same parameters
   bool value_writes_pending() const;  // a step with an in-place write into a graph value is unfinished
   bool thread_value_writes_pending() const;  // the same, for any session of this thread
+  void note_value_write();  // the step sends an in-place write into one of its own values
   void install(Executor* e);  // replaces this session's entry on its thread's executor stack
   // Raises the error of the oldest finished step that failed and was not raised yet; `wait`
   // first waits for every step sent to the runner.

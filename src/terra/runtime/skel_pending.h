@@ -1,0 +1,109 @@
+// A co-executed step's placeholder values on the host (SkelPending) and the host's hold on a slot
+// while it makes them (SlotRef): shared by the session (coexec.cpp), which settles and releases
+// kept placeholders, and the per-call path (coexec_calls.cpp), which makes them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "terra/core/shape.h"
+#include "terra/core/tensor.h"
+#include "terra/runtime/channel.h"
+
+namespace terra::runtime {
+
+// Waits until the runner has finished `n` ops of the step (or the step ended without them), and
+// raises the step's error if an op the host validated before `n` failed (coexec.cpp).
+void wait_step(StepState& st, uint64_t n);
+
+// A skeleton placeholder's value: output `out` of the op at `seq` in a co-executed step. Holds a
+// reference to its position's slot: the runner keeps the values only while one is alive. Once the
+// step finished, the host settles it (takes the value) and later releases the slot and the step,
+// so a placeholder kept for many steps costs what an eager tensor costs (see CoExecSession::kept_).
+struct SkelPending : PendingValue {
+  std::shared_ptr<StepState> step;  // null once released
+  CellSlot* slot;
+  uint32_t out;
+  uint64_t seq;
+  Tensor settled;  // the runner's value, taken on the host after the step finished
+  // settle/release run on the host thread while another thread may be reading this value
+  // (Python's synchronize() releases the GIL): they and materialize's reads take this lock.
+  SpinLock mu;
+  SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
+      : step(st), slot(s), out(o), seq(q) {
+    // The maker holds one (never from 0). No other thread reaches the slot's count before the
+    // call returns its placeholders: a plain increment, not a locked one.
+    s->refs.store(s->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  ~SkelPending() override {
+    if (step) step->host_release_out(*slot, out);
+  }
+  // Host thread, its step finished: takes the value unless the op (or its step) failed, which
+  // keeps the slot so a read re-raises the error.
+  void settle() {
+    std::lock_guard<SpinLock> g(mu);
+    const ValueCell& cell = slot->cell;
+    if (!settled.defined() && !cell.error && out < cell.values.size()) settled = cell.values[out];
+  }
+  // Host thread, settled and no message still in flight names the slot: lets the step go.
+  void release() {
+    std::lock_guard<SpinLock> g(mu);
+    if (!settled.defined() || !step) return;
+    step->host_release_out(*slot, out);
+    step.reset();
+    slot = nullptr;
+  }
+  void materialize(TensorImpl& t) override {
+    std::shared_ptr<StepState> st;
+    {
+      std::lock_guard<SpinLock> g(mu);
+      if (!settled.defined()) st = step;  // kept alive through the wait, even if released meanwhile
+    }
+    if (st) wait_step(*st, seq + 1);
+    std::unique_lock<SpinLock> g(mu);  // unsettled here means unreleased: the slot holds the value
+    const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
+    if (!v) {
+      const ValueCell& cell = slot->cell;
+      if (cell.error) {
+        std::exception_ptr err = cell.error;
+        g.unlock();
+        std::rethrow_exception(err);  // its step failed before computing it
+      }
+      if (out >= cell.values.size() || !cell.values[out].defined()) {
+        g.unlock();
+        throw std::runtime_error("[coexec] the value of shape " + shape_str(t.shape) +
+                                 " was never computed (its step was abandoned before it ran)");
+      }
+      v = cell.values[out].impl();
+      slot->pinned.store(true, std::memory_order_release);  // `t` names the value from here on
+    }
+    t.storage = v->storage;
+    t.strides = v->strides;
+    t.offset = v->offset;
+    g.unlock();
+    t.pending.reset();  // may destroy *this: nothing below
+  }
+};
+
+// The host's own reference to a slot while it makes the position's placeholders.
+class SlotRef {
+ public:
+  SlotRef(StepState& st, CellSlot* s) : st_(st), s_(s) {}
+  // The placeholders made in the call are still on this thread: the last reference is known
+  // without a locked decrement (a placeholder dropped on another thread later uses one).
+  ~SlotRef() {
+    const uint32_t r = s_->refs.load(std::memory_order_relaxed);
+    if (r == 1) st_.host_release(*s_);
+    else s_->refs.store(r - 1, std::memory_order_relaxed);
+  }
+  SlotRef(const SlotRef&) = delete;
+  SlotRef& operator=(const SlotRef&) = delete;
+
+ private:
+  StepState& st_;
+  CellSlot* s_;
+};
+
+}  // namespace terra::runtime
