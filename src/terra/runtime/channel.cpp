@@ -15,7 +15,6 @@
 
 namespace terra::runtime {
 
-namespace {
 // Chunks of slots of ended steps, reused by later ones: a slot keeps its values' capacity, so the
 // runner's store of an op's outputs allocates nothing in steady state (and no chunk is made per step).
 // The same for a step's drop lists (StepState's host_*, ring_drops_, dead_*): each step started
@@ -30,6 +29,8 @@ struct ChunkPool {
   std::vector<std::vector<CellSlot*>> slot_lists;
   std::vector<std::vector<Tensor>> value_lists;
 };
+
+namespace {
 template <class V>
 void take_list(std::vector<V>& kept, V& v) {
   if (kept.empty()) return;
@@ -46,25 +47,28 @@ ChunkPool& chunk_pool() {
 }
 }  // namespace
 
+// Every drop list of the step with the pool's lists of its kind: f(kept, list). The one place that
+// names them, so a list added later is pooled (and cleared) with the others.
+template <class F>
+void StepState::each_list(ChunkPool& pool, F&& f) {
+  for (auto* v : {&host_ring_, &ring_drops_}) f(pool.rings, *v);
+  for (auto* v : {&host_dead_, &dead_, &runner_dead_}) f(pool.slot_lists, *v);
+  for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) f(pool.value_lists, *v);
+}
+
 void StepState::take_lists() {
   ChunkPool& pool = chunk_pool();
   std::lock_guard<std::mutex> g(pool.mu);
-  for (auto* v : {&host_ring_, &ring_drops_}) take_list(pool.rings, *v);
-  for (auto* v : {&host_dead_, &dead_, &runner_dead_}) take_list(pool.slot_lists, *v);
-  for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) take_list(pool.value_lists, *v);
+  each_list(pool, [](auto& kept, auto& v) { take_list(kept, v); });
 }
 
 StepState::~StepState() {
   live_.fetch_sub(1, std::memory_order_relaxed);
   ChunkPool& pool = chunk_pool();
   {
-    for (auto* v : {&host_ring_, &ring_drops_}) v->clear();
-    for (auto* v : {&host_dead_, &dead_, &runner_dead_}) v->clear();
-    for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) v->clear();  // outside the lock
+    each_list(pool, [](auto&, auto& v) { v.clear(); });  // values die outside the lock
     std::lock_guard<std::mutex> g(pool.mu);
-    for (auto* v : {&host_ring_, &ring_drops_}) give_list(pool.rings, *v);
-    for (auto* v : {&host_dead_, &dead_, &runner_dead_}) give_list(pool.slot_lists, *v);
-    for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) give_list(pool.value_lists, *v);
+    each_list(pool, [](auto& kept, auto& v) { give_list(kept, v); });
   }
   const uint64_t n = nchunks_.load(std::memory_order_acquire);
   for (uint64_t k = 0; k < n; ++k) {

@@ -56,6 +56,7 @@ class SpinLock {
 };
 
 class Channel;
+struct ChunkPool;  // slot chunks and drop lists of ended steps, reused (channel.cpp)
 
 // One position's outputs in a co-executed step. Slots are pooled per step (chunks of kChunk), so
 // an op call allocates no cell and no control block the runner would also touch. Each slot has its
@@ -185,6 +186,8 @@ struct StepState {
  private:
   static constexpr uint64_t kChunk = 256;
   void take_lists();  // the drop lists of an ended step, with their capacity (channel.cpp)
+  template <class F>
+  void each_list(ChunkPool& pool, F&& f);  // f(pool's lists of a kind, one of ours), for each list
   // Position p's slot; makes the chunks up to it. Lock-free once the chunk exists: the directory
   // below is written only under lists_mu, before nchunks_ grows past the entry (release).
   CellSlot& slot(uint64_t p) {
