@@ -119,11 +119,6 @@ Tensor empty_checked(const Shape& shape, DType dtype, const char* op) {
   return Tensor(std::move(t));
 }
 
-bool needs_snapshot(const TensorImpl& t) {
-  return t.has_data() && t.storage->foreign.load(std::memory_order_relaxed) &&
-         !t.storage->deferred_write.load(std::memory_order_relaxed);
-}
-
 std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t) {
   // Only the span of elements `t` reaches: a batch sliced from a large NumPy array copies the batch.
   int64_t lo = t.offset, hi = t.offset;

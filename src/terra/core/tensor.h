@@ -151,7 +151,10 @@ Tensor empty(const Shape& shape, DType dtype = DType::Float32, const char* op = 
 // must copy its value at the call: the host may overwrite the bytes before the graph runs
 // (Storage::foreign) and terra owes them no deferred write (whose order the graph keeps, so the
 // bytes are not the value yet and a copy would be wrong).
-bool needs_snapshot(const TensorImpl& t);
+inline bool needs_snapshot(const TensorImpl& t) {  // inline: the co-execution host asks per input
+  return t.has_data() && t.storage->foreign.load(std::memory_order_relaxed) &&
+         !t.storage->deferred_write.load(std::memory_order_relaxed);
+}
 // A private copy of the bytes `t` covers, laid out as in `t` (same shape, strides and dtype): the
 // value eager would read at this call. Throws OutOfMemory when the copy cannot be allocated.
 std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t);

@@ -344,10 +344,7 @@ void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
   runner_dead_values_.clear();
 }
 
-bool debug_protocol() {
-  static const bool on = std::getenv("TERRA_DEBUG_PROTOCOL") != nullptr;
-  return on;
-}
+const bool detail::g_debug_protocol = std::getenv("TERRA_DEBUG_PROTOCOL") != nullptr;
 
 Channel::Channel() : tail_(new Block), head_(tail_), light_(heavy_barrier_available()) {}
 

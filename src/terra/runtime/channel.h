@@ -292,8 +292,12 @@ struct Message {
   std::shared_ptr<StepState> step;  // StepBegin
 };
 
-// TERRA_DEBUG_PROTOCOL=1 logs every message and runner action to stderr (engine debugging).
-bool debug_protocol();
+// TERRA_DEBUG_PROTOCOL=1 logs every message and runner action to stderr (engine debugging). Read
+// as libterra loads: both threads ask on every op, and a function-local static cost a call and a guard.
+namespace detail {
+extern const bool g_debug_protocol;
+}
+inline bool debug_protocol() { return detail::g_debug_protocol; }
 
 // A phi_predicted node's choices in the last message for it in a step (graph::OpNode::phi_predicted).
 // The host keeps what it sent and the runner what it took, so both know what a position validated

@@ -34,7 +34,7 @@ TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, cons
   return out;
 }
 
-bool runs_on_host(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+bool runs_on_host_check(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
   if (op.has(kView)) return !in.empty() && needs_snapshot(*in[0].impl());
   const uint32_t n = inplace_targets(op, attrs);
   for (uint32_t k = 0; k < n && k < in.size(); ++k)

@@ -62,6 +62,10 @@ void set_pending(TensorImpl& t, bool storage_too, A&&... a) {
 // view of it runs at the call, on the host (the write reaches NumPy when eager's would; the view
 // is a host tensor), and every op that reads it takes a copy of its value at the call
 // (host_snapshot). True for such an op call, one of whose targets (in[0] for a view) needs_snapshot.
-bool runs_on_host(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs);
+bool runs_on_host_check(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs);
+// Inline: nearly every call is neither a view nor an in-place write, and is asked on every op.
+inline bool runs_on_host(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) {
+  return (op.has(kView) || op.has(kInplace)) && runs_on_host_check(op, in, attrs);
+}
 
 }  // namespace terra::runtime
