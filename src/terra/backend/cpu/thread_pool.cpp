@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "terra/core/object_pool.h"
 #include "terra/core/threads.h"
 #include "terra/core/wait.h"
 
@@ -148,7 +149,7 @@ class Pool {
   std::shared_ptr<Job> start(int64_t n, Partition p, ChunkFn fn, void* ctx) {
     const int seats = loop_helpers();
     if (seats <= 0 || t_in_parallel || busy_.exchange(true, std::memory_order_acquire)) return nullptr;
-    auto job = std::make_shared<Job>();
+    auto job = make_pooled<Job>();  // one per parallel loop: from terra's pool, not malloc (a worker may free it)
     // Guests first: they are awake on a core of their own; a worker woken beside them would share
     // a core with one (workers are pinned, guests are not).
     const int guests = std::min(seats, g_guests.load(std::memory_order_seq_cst));
