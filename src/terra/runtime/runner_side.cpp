@@ -152,6 +152,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
   side_heavy_.fetch_add(1, std::memory_order_relaxed);
   side_ops_.fetch_add(side_n_, std::memory_order_relaxed);
   if (task.err) {  // the earliest position wins, as one by one
+    for (size_t i = 0; i < side_n_; ++i) side_[i].outs.clear();  // a later call may reuse fewer entries
     cur_node_ = a.node;
     std::rethrow_exception(task.err);
   }
