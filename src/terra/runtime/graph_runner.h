@@ -190,8 +190,7 @@ class GraphRunner {
     const graph::OpNode* op = nullptr;
     std::vector<Tensor> outs;  // published after the heavy op's
   };
-  std::vector<SideOp> side_;  // the ops run beside a heavy one: the first side_n_ (entries reused)
-  size_t side_n_ = 0;
+  std::vector<SideOp> side_;  // the ops run beside a heavy one (entries and their lists reused)
   std::vector<Tensor> side_outs_;  // the heavy op's outputs
   std::vector<uint8_t> keep_;                             // per slot: written out (reused)
   std::vector<const TensorImpl*> ext_impls_;              // a segment's outside inputs (reused)

@@ -105,24 +105,24 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
   cur_node_ = kNoNode;
 
   HeavyTask task{&exec_, &a, &ain, &ameta, arng, &side_outs_, nullptr};
-  // side_ keeps its entries and their lists' capacity from call to call: only the first side_n_
+  // side_ keeps its entries and their lists' capacity from call to call: only the first side_n
   // are this call's (a list per side op allocated and freed ~12 times a width-128 step).
-  side_n_ = 0;
+  size_t side_n = 0;
   auto add_side = [&](const graph::OpNode* op) {
-    if (side_n_ == side_.size()) side_.emplace_back();
-    side_[side_n_].op = op;
-    side_[side_n_].outs.clear();
-    return &side_[side_n_++];
+    if (side_n == side_.size()) side_.emplace_back();
+    side_[side_n].op = op;
+    side_[side_n].outs.clear();
+    return &side_[side_n++];
   };
-  std::exception_ptr err;  // of the first side op that failed (it is the last of side_'s)
+  std::exception_ptr err;  // of the first side op that failed (it is the last side entry)
   {
     cpu::ForkedTask forked = cpu::pool_fork(&HeavyTask::run, &task);
     int64_t beside = 0;  // work run here so far: stop once it matches the heavy op's
-    for (size_t j = k + 1; j < end && side_n_ < kSideMaxOps && beside < work; ++j) {
+    for (size_t j = k + 1; j < end && side_n < kSideMaxOps && beside < work; ++j) {
       const graph::Item& it = block[j];
       if (it.is_loop || !may_run_beside(it.op) || touches_node(it.op, a.node)) break;
       const graph::OpNode& op = it.op;
-      const uint64_t p = pos_ + 1 + side_n_;
+      const uint64_t p = pos_ + 1 + side_n;
       // Never wait for the host while the heavy op's outputs are unpublished: it may be waiting for them.
       if (!may_begin(op, p)) break;
       try {
@@ -143,22 +143,22 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
         keep_outputs(op, p, in, outs_);
       } catch (...) {
         err = std::current_exception();
-        if (side_n_ == 0 || side_[side_n_ - 1].op != &op) add_side(&op);
+        if (side_n == 0 || side_[side_n - 1].op != &op) add_side(&op);
         break;
       }
     }
     forked.join();  // HeavyTask keeps its own error
   }
   side_heavy_.fetch_add(1, std::memory_order_relaxed);
-  side_ops_.fetch_add(side_n_, std::memory_order_relaxed);
+  side_ops_.fetch_add(side_n, std::memory_order_relaxed);
   if (task.err) {  // the earliest position wins, as one by one
-    for (size_t i = 0; i < side_n_; ++i) side_[i].outs.clear();  // a later call may reuse fewer entries
+    for (size_t i = 0; i < side_n; ++i) side_[i].outs.clear();  // a later call may reuse fewer entries
     cur_node_ = a.node;
     std::rethrow_exception(task.err);
   }
   finish_op(a, ain, side_outs_);
-  for (size_t i = 0; i < side_n_; ++i) {
-    if (err && i + 1 == side_n_) {
+  for (size_t i = 0; i < side_n; ++i) {
+    if (err && i + 1 == side_n) {
       cur_node_ = side_[i].op->node;
       std::rethrow_exception(err);
     }
@@ -166,7 +166,7 @@ size_t GraphRunner::run_side_by_side(const std::vector<graph::Item>& block, size
     side_[i].outs.clear();
     advance();
   }
-  return 1 + side_n_;
+  return 1 + side_n;
 }
 
 }  // namespace terra::runtime
