@@ -24,10 +24,10 @@ struct ChunkPool {
   static constexpr size_t kMax = 64;  // chunks kept (the steps in flight need a few each)
   static constexpr size_t kMaxLists = 32;  // lists kept per kind (a step takes two or three)
   std::mutex mu;
-  std::vector<CellSlot*> free;
+  std::vector<SlotChunk*> free;
   std::vector<std::vector<RingDrop>> rings;
-  std::vector<std::vector<CellSlot*>> slot_lists;
-  std::vector<std::vector<Tensor>> value_lists;
+  std::vector<std::vector<SlotValues*>> slot_lists;
+  std::vector<std::vector<DeadOut>> out_lists;
 };
 
 namespace {
@@ -53,7 +53,7 @@ template <class F>
 void StepState::each_list(ChunkPool& pool, F&& f) {
   for (auto* v : {&host_ring_, &ring_drops_}) f(pool.rings, *v);
   for (auto* v : {&host_dead_, &dead_, &runner_dead_}) f(pool.slot_lists, *v);
-  for (auto* v : {&host_dead_values_, &dead_values_, &runner_dead_values_}) f(pool.value_lists, *v);
+  for (auto* v : {&host_dead_outs_, &dead_outs_, &runner_dead_outs_}) f(pool.out_lists, *v);
 }
 
 void StepState::take_lists() {
@@ -72,30 +72,33 @@ StepState::~StepState() {
   }
   const uint64_t n = nchunks_.load(std::memory_order_acquire);
   for (uint64_t k = 0; k < n; ++k) {
-    CellSlot* c = chunk(k);
-    for (uint64_t i = 0; i < kChunk; ++i) {  // as new: no value, no error, no reference
-      // Nobody touched it (host_cell and runner_store change the state before anything else):
-      // still as new. A short step leaves most of its chunk so.
-      if (c[i].state == CellSlot::Untouched) continue;
-      c[i].cell.values.clear();
-      c[i].cell.error = nullptr;
-      c[i].refs.store(0, std::memory_order_relaxed);
-      c[i].state = CellSlot::Untouched;
-      c[i].dead_outs = 0;
-      c[i].tracked = false;
-      c[i].pinned.store(false, std::memory_order_relaxed);
+    SlotChunk* c = chunk(k);
+    for (uint64_t i = 0; i < kChunk; ++i) {  // as new: no value, no reference
+      // A record nobody touched is still as new (host_cell sets its state before anything
+      // else). A short step leaves most of its chunk so.
+      CellSlot& s = c->slots[i];
+      if (s.state != CellSlot::Untouched) {
+        s.refs.store(0, std::memory_order_relaxed);
+        s.state = CellSlot::Untouched;
+        s.tracked = false;
+        s.pinned.store(false, std::memory_order_relaxed);
+      }
     }
+    // The runner's lines: only positions still holding values (placeholders kept to the end,
+    // values the runner never learned were dead) are read; its flags go stale with the tag.
+    for (uint64_t i = 0; i < kChunk && c->live.load(std::memory_order_relaxed) != 0; ++i)
+      if (!c->vals[i].cell.values.empty()) clear_values(c->vals[i], false);
     std::lock_guard<std::mutex> g(pool.mu);
     if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
-    else delete[] c;
+    else delete c;
   }
-  for (CellSlot** page : pages_) delete[] page;
+  for (SlotChunk** page : pages_) delete[] page;
 }
 
 CellSlot& StepState::grow(uint64_t p) {
   std::lock_guard<SpinLock> g(lists_mu);
   for (uint64_t n = nchunks_.load(std::memory_order_relaxed); n <= p / kChunk; ++n) {
-    CellSlot* c = nullptr;
+    SlotChunk* c = nullptr;
     {
       ChunkPool& pool = chunk_pool();
       std::lock_guard<std::mutex> pg(pool.mu);
@@ -104,33 +107,41 @@ CellSlot& StepState::grow(uint64_t p) {
         pool.free.pop_back();
       }
     }
-    if (!c) c = new CellSlot[kChunk];
+    if (!c) c = new SlotChunk;
     const int k = int(std::bit_width(n / kPage0 + 1)) - 1;
     const uint64_t off = n - kPage0 * ((uint64_t(1) << k) - 1);
     if (k >= kPages) throw std::length_error("[coexec] a step of more than 2^48 op calls");
     if (k == 0) {
       page0_[off] = c;
     } else {
-      if (!pages_[k]) pages_[k] = new CellSlot*[kPage0 << k]();
+      if (!pages_[k]) pages_[k] = new SlotChunk*[kPage0 << k]();
       pages_[k][off] = c;
     }
     nchunks_.store(n + 1, std::memory_order_release);  // publishes the entry to lock-free readers
   }
-  return chunk(p / kChunk)[p % kChunk];
+  return chunk(p / kChunk)->slots[p % kChunk];
 }
 
 CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   CellSlot& s = slot(p);
-  std::lock_guard<SpinLock> g(s.mu);
-  s.pos = p;
-  s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
-  if (s.state == CellSlot::RunnerFirst) {
-    // Written once by the runner, under this lock: from here on the host may read the values.
-    if (ready) *ready = !s.cell.error && !s.cell.values.empty();
-  } else if (failed_.load(std::memory_order_acquire) && p >= error_pos) {
-    s.cell.error = error;  // runner_fail's walk may have passed this slot before it was the host's
+  {
+    // Uncontended: only a placeholder dying on another thread takes it (the runner never does).
+    std::lock_guard<SpinLock> g(s.mu);
+    s.pos = p;
+    s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
+    s.state = CellSlot::Host;
   }
-  s.state = CellSlot::Host;
+  if (ready) {
+    // While the runner trails the host, its count is read again only every 16 positions: a read
+    // per op would take the line it writes per op from its core every time.
+    if (p >= host_done_seen_ && (host_runner_ahead_ || p % 16 == 0)) {
+      host_done_seen_ = done.load(std::memory_order_acquire);
+      host_runner_ahead_ = p < host_done_seen_;
+    }
+    // Finished (stored before `done` passed p, release): nothing drops p's values before the host
+    // made placeholders for them, so they are all there.
+    *ready = p < host_done_seen_ && !s.vals->cell.values.empty();
+  }
   return &s;
 }
 
@@ -147,15 +158,15 @@ bool StepState::hand_over_with(Append&& append) {
   if (host_frees_.load(std::memory_order_relaxed)) return false;
   append();
   ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
-  dead_n_.store(uint32_t(dead_.size() + dead_values_.size()), std::memory_order_relaxed);
+  dead_n_.store(uint32_t(dead_.size() + dead_outs_.size()), std::memory_order_relaxed);
   return true;
 }
 
-bool StepState::hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values) {
+bool StepState::hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs) {
   return hand_over_with([&] {
     ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
     dead_.insert(dead_.end(), dead.begin(), dead.end());
-    for (Tensor& v : values) dead_values_.push_back(std::move(v));
+    dead_outs_.insert(dead_outs_.end(), outs.begin(), outs.end());
   });
 }
 
@@ -172,12 +183,11 @@ void StepState::flush_host_drops_slow() {
   if (hand_over_with([&] {
         append_batch(ring_drops_, host_ring_);
         append_batch(dead_, host_dead_);
-        append_batch(dead_values_, host_dead_values_);
+        append_batch(dead_outs_, host_dead_outs_);
       }))
     return;
-  free_dead(host_dead_);  // the runner is done with the step: freed here
+  host_free_dead(host_dead_, host_dead_outs_);  // the runner is done with the step: freed here
   host_ring_.clear();
-  host_dead_values_.clear();
 }
 
 void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
@@ -187,65 +197,85 @@ void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
 }
 
 void StepState::host_drop(CellSlot& s) {
-  bool has_values;
   {
     std::lock_guard<SpinLock> g(s.mu);
-    s.state = CellSlot::Dead;  // the runner stores nothing here from now on
-    has_values = !s.cell.values.empty();
+    s.state = CellSlot::Dead;  // fused groups need not write it out from now on (host_may_read)
   }
+  // Whether the runner stored values there is its own business: it frees them, or skips the
+  // store, when it takes the drop (runner_apply_dead).
   RingDrop d;
   const bool ring = ring_drop(s, graph::Release::kAllOutputs, d);
   if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
     if (ring) host_ring_.push_back(d);
-    if (has_values) host_dead_.push_back(&s);
+    host_dead_.push_back(s.vals);  // (the runner's side: the runner never reads the host's record)
     if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
-  CellSlot* dead = &s;
-  if (!hand_over({&d, ring}, {&dead, has_values}, {}) && has_values)
-    s.cell.values.clear();  // dead, and the runner is done with the step
+  SlotValues* dead = s.vals;
+  if (!hand_over({&d, ring}, {&dead, 1}, {}) && !dead->cell.values.empty())
+    clear_values(*dead, false);  // dead, and the runner is done with the step
 }
 
 void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   if (out >= 32) return;  // kept with the position (ops with that many outputs are rare)
-  Tensor v;  // once the runner is done with the step: freed here, outside the locks
-  {
-    std::lock_guard<SpinLock> g(s.mu);
-    s.dead_outs |= uint32_t(1) << out;
-    if (out < s.cell.values.size() && s.cell.values[out].defined()) {
-      v = std::move(s.cell.values[out]);
-      s.cell.values[out] = Tensor();
-    }
-  }
   RingDrop d;
   const bool ring = ring_drop(s, out, d);
+  const DeadOut dead{s.vals, out};
   if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
     if (ring) host_ring_.push_back(d);
-    if (v.defined()) host_dead_values_.push_back(std::move(v));  // the runner frees it (as dead_)
+    host_dead_outs_.push_back(dead);  // the runner frees it (as dead_)
     if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
-  hand_over({&d, ring}, {}, {&v, v.defined()});  // (if it did not, v dies here)
+  // The runner is done with the step: freed here. Other placeholders of the position may read
+  // their own outputs on other threads; only this element changes.
+  if (!hand_over({&d, ring}, {}, {&dead, 1}) && out < s.vals->cell.values.size()) s.vals->cell.values[out] = Tensor();
 }
 
-void StepState::free_dead(std::vector<CellSlot*>& dead) {
-  for (CellSlot* s : dead) s->cell.values.clear();  // dead: no other thread touches it again (capacity kept)
+void StepState::clear_values(SlotValues& v, bool runner) {
+  v.cell.values.clear();  // capacity kept
+  std::atomic<uint32_t>& live = v.chunk->live;
+  if (runner) live.store(live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  else live.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void StepState::runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs) {
+  for (SlotValues* p : dead) {
+    SlotValues& v = runner_vals(*p);
+    if (!v.stored) v.dead_mask = SlotValues::kAllDead;
+    else if (!v.cell.values.empty()) clear_values(v, true);
+  }
+  for (const DeadOut& d : outs) {
+    SlotValues& v = runner_vals(*d.vals);
+    if (!v.stored) v.dead_mask |= uint32_t(1) << d.out;
+    else if (d.out < v.cell.values.size()) v.cell.values[d.out] = Tensor();
+  }
   dead.clear();
+  outs.clear();
+}
+
+void StepState::host_free_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs) {
+  for (SlotValues* v : dead)  // dead: no other thread reads it again
+    if (!v->cell.values.empty()) clear_values(*v, false);
+  for (const DeadOut& d : outs)  // other outputs' placeholders may be read: only this element changes
+    if (d.out < d.vals->cell.values.size()) d.vals->cell.values[d.out] = Tensor();
+  dead.clear();
+  outs.clear();
 }
 
 void StepState::host_reclaim() {
   flush_host_drops();
-  std::vector<CellSlot*> dead;
-  std::vector<Tensor> dead_values;
+  std::vector<SlotValues*> dead;
+  std::vector<DeadOut> outs;
   {
     std::lock_guard<SpinLock> g(lists_mu);
     if (host_frees_) return;
     host_frees_.store(true, std::memory_order_relaxed);
     dead.swap(dead_);
-    dead_values.swap(dead_values_);
+    outs.swap(dead_outs_);
     dead_n_.store(0, std::memory_order_relaxed);
   }
-  free_dead(dead);
+  host_free_dead(dead, outs);
 }
 
 void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
@@ -254,13 +284,7 @@ void StepState::runner_fail(uint64_t pos, std::exception_ptr err) {
     error = err;
     error_pos = pos;
   }
-  failed_.store(true, std::memory_order_release);  // host_cell gives later slots the error itself
-  const uint64_t end = nchunks_.load(std::memory_order_acquire) * kChunk;
-  for (uint64_t p = pos; p < end; ++p) {
-    CellSlot& s = slot(p);
-    std::lock_guard<SpinLock> g(s.mu);
-    if (s.state == CellSlot::Host || s.state == CellSlot::RunnerFirst) s.cell.error = err;
-  }
+  failed_.store(true, std::memory_order_release);  // error_at reads them from here on
 }
 
 void StepState::rewind_random() {
@@ -279,7 +303,8 @@ void StepState::rewind_random() {
 
 Tensor FeedValue::resolve() const {
   if (!cell) return tensor;
-  if (cell->error) throw PropagatedError{cell->error};
+  if (step)
+    if (std::exception_ptr err = step->error_at(pos)) throw PropagatedError{err};
   if (out >= cell->values.size() || !cell->values[out].defined())
     throw std::runtime_error("[coexec] a value fed to this step was never computed (its step was abandoned)");
   return cell->values[out];
@@ -317,31 +342,33 @@ void rethrow_with_context(std::exception_ptr err, const std::string& context) {
 
 bool StepState::host_may_read(uint64_t p) {
   if (p / kChunk >= nchunks_.load(std::memory_order_acquire)) return true;
+  // The runner's own copy first: no line of the host's.
+  const SlotValues& v = values_at(p);
+  if (v.tag == tag_ && v.dead_mask == SlotValues::kAllDead) return false;
   CellSlot& s = slot(p);
   std::lock_guard<SpinLock> g(s.mu);
   return s.state != CellSlot::Dead;
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {
-  {
-    CellSlot& s = slot(p);
-    std::lock_guard<SpinLock> g(s.mu);
-    if (s.state == CellSlot::Untouched) s.state = CellSlot::RunnerFirst;  // kept until the host validates p
-    if (s.state != CellSlot::Dead) {
-      s.cell.values.assign(outs.begin(), outs.end());
-      for (uint32_t m = s.dead_outs; m; m &= m - 1)  // outputs whose placeholder already died
-        if (size_t k = size_t(std::countr_zero(m)); k < s.cell.values.size()) s.cell.values[k] = Tensor();
+  // The host's drops first: a value whose placeholders all died is then never stored.
+  if (dead_n_.load(std::memory_order_relaxed) != 0) {
+    {
+      std::lock_guard<SpinLock> g(lists_mu);
+      runner_dead_.swap(dead_);
+      runner_dead_outs_.swap(dead_outs_);
+      dead_n_.store(0, std::memory_order_relaxed);
     }
+    runner_apply_dead(runner_dead_, runner_dead_outs_);
   }
-  if (dead_n_.load(std::memory_order_relaxed) == 0) return;
-  {
-    std::lock_guard<SpinLock> g(lists_mu);
-    runner_dead_.swap(dead_);
-    runner_dead_values_.swap(dead_values_);
-    dead_n_.store(0, std::memory_order_relaxed);
-  }
-  free_dead(runner_dead_);
-  runner_dead_values_.clear();
+  SlotValues& v = runner_vals(values_at(p));  // the runner's own line: no lock, nothing of the host's
+  v.stored = true;
+  if (v.dead_mask == SlotValues::kAllDead || outs.empty()) return;
+  v.cell.values.assign(outs.begin(), outs.end());
+  // One writer while the runner runs the step: no locked increment.
+  v.chunk->live.store(v.chunk->live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  for (uint32_t m = v.dead_mask; m; m &= m - 1)  // outputs whose placeholder already died
+    if (size_t k = size_t(std::countr_zero(m)); k < v.cell.values.size()) v.cell.values[k] = Tensor();
 }
 
 const bool detail::g_debug_protocol = std::getenv("TERRA_DEBUG_PROTOCOL") != nullptr;

@@ -58,15 +58,33 @@ class SpinLock {
 class Channel;
 struct ChunkPool;  // slot chunks and drop lists of ended steps, reused (channel.cpp)
 
-// One position's outputs in a co-executed step. Slots are pooled per step (chunks of kChunk), so
-// an op call allocates no cell and no control block the runner would also touch. Each slot has its
-// own lock on its own cache line: the host making position p's placeholders and the runner storing
-// position p-1's values never wait on each other or move a shared line between the cores.
+// Position p's values, written by the runner alone while it runs the step: the host never writes
+// this line before the runner is done with the step, so storing an op's outputs moves no cache line
+// from the host's core (it did on every op while one slot held both sides, a quarter of each
+// thread's time per op). The host reads it only once the runner finished p (done > p), or at a
+// fetch, a settle or a feed.
+struct SlotChunk;
+struct alignas(64) SlotValues {
+  ValueCell cell;  // (cell.error unused: a failed step's error is StepState::error_at)
+  // Runner-private, valid while `tag` is its step's (StepState::tag_; another tag reads as
+  // untouched, so an ended step leaves them as they are): p was stored (runner_store), and the
+  // outputs the host dropped before that (bit k: output k, kAllDead: the position), which the
+  // store then skips.
+  uint64_t tag = 0;
+  uint32_t dead_mask = 0;
+  bool stored = false;
+  SlotChunk* chunk = nullptr;  // whose `live` counts this one while it holds values
+  static constexpr uint32_t kAllDead = ~0u;
+};
+
+// The host's record of one position of a co-executed step: its placeholders' references and
+// fate. Written by the host (and by a thread dropping the last handle to a placeholder); the
+// runner reads it only to decide what a fused group writes out (host_may_read). Slots are pooled
+// per step (chunks of kChunk), so an op call allocates no cell and no control block.
 struct alignas(64) CellSlot {
-  SpinLock mu;  // guards cell, state and dead_outs
-  // RunnerFirst: stored before the host got there (kept for it); Host: the host's placeholders
-  // may read it; Dead: every placeholder died (never read again).
-  enum State : uint8_t { Untouched, RunnerFirst, Host, Dead } state = Untouched;
+  SpinLock mu;  // guards state against a placeholder dying on another thread
+  // Host: the host's placeholders may read it; Dead: every placeholder died (never read again).
+  enum State : uint8_t { Untouched, Host, Dead } state = Untouched;
   // Host-only before its placeholders exist: every output got a placeholder (not the runner's
   // values handed over, not an in-place write's targets), so their deaths are the program's last
   // handles to these values (StepState::ring_drops).
@@ -77,14 +95,35 @@ struct alignas(64) CellSlot {
   // The host's SkelPendings of this position, plus one while the host makes them. Incremented
   // only while already positive; the decrement that reaches 0 kills the slot (StepState::host_drop).
   std::atomic<uint32_t> refs{0};
-  ValueCell cell;
-  // Outputs (below 32) whose placeholder died while others of the position live. The runner does
-  // not keep them: a parameter's gradient the host holds must not keep BatchNorm's input gradient
-  // beside it (StepState::host_release_out).
-  uint32_t dead_outs = 0;
   uint64_t pos = 0;  // the position (set by host_cell)
+  SlotValues* vals = nullptr;  // the position's values (fixed for the chunk's life)
 };
-static_assert(sizeof(CellSlot) == 64, "one slot, one cache line");
+
+// A step's slots come in chunks: the host's records and the runner's values in two arrays, so a
+// record and a value never share a line.
+inline constexpr uint64_t kSlotChunk = 256;
+struct SlotChunk {
+  CellSlot slots[kSlotChunk];
+  SlotValues vals[kSlotChunk];
+  // Positions whose `values` are not empty: an ended step clears those (~StepState) without
+  // reading the other lines the runner wrote. Written by the runner while it runs the step, by
+  // whoever frees a dead position's values after that.
+  alignas(64) std::atomic<uint32_t> live{0};
+  SlotChunk() {
+    for (uint64_t i = 0; i < kSlotChunk; ++i) {
+      slots[i].vals = &vals[i];
+      vals[i].chunk = this;
+    }
+  }
+};
+
+// An output of a position whose placeholder died while others of the position live: the runner
+// does not keep it (a parameter's gradient the host holds must not keep BatchNorm's input
+// gradient beside it).
+struct DeadOut {
+  SlotValues* vals = nullptr;
+  uint32_t out = 0;
+};
 
 // A value of the runner's ring the program holds no handle to any more: output `out` (or every
 // output, Release::kAllOutputs) of position `pos`. Every op that reads it was validated before its
@@ -100,7 +139,7 @@ struct StepState {
   std::shared_ptr<const graph::SymbolicGraph> graph;
   std::mutex mu;
   std::condition_variable cv;
-  // Guards what the host hands the runner to free (dead_, dead_values_, ring_drops_, host_frees_)
+  // Guards what the host hands the runner to free (dead_, dead_outs_, ring_drops_, host_frees_)
   // and the growth of the slot directory; a slot's own state has its own lock (CellSlot::mu).
   SpinLock lists_mu;
   // The runner writes `done` after every op and the host writes `host_pos` after every call: each
@@ -135,10 +174,16 @@ struct StepState {
     std::lock_guard<std::mutex> g(mu);
     return error && error_pos < validated ? error : nullptr;
   }
+  // The error of a failed step when position `p`'s op is the one that failed or comes after it
+  // (never computed); null otherwise. Lock-free: runner_fail wrote the error before failed_.
+  std::exception_ptr error_at(uint64_t p) const {
+    return failed_.load(std::memory_order_acquire) && error_pos <= p ? error : nullptr;
+  }
 
-  // Host: the slot for position `p` (creating it, or adopting the runner's), holding one reference
-  // the caller gives back with host_release once its placeholders hold theirs.
-  // `ready`: the runner already stored the values (the host may read them without the lock).
+  // Host: the slot for position `p`, holding one reference the caller gives back with host_release
+  // once its placeholders hold theirs. `ready`: the runner already finished p, so its values are in
+  // p's SlotValues (the host may read them). Found from the runner's `done` as last read: reading
+  // that line on every op would move it between the cores on every op.
   CellSlot* host_cell(uint64_t p, bool* ready = nullptr);
   // Host (or whoever drops a placeholder's last owner): one reference to `s` less.
   void host_release(CellSlot& s) {
@@ -156,16 +201,17 @@ struct StepState {
   // (false once it validated `p` and every placeholder of it died: a fused group may then keep
   // that value in a tile and never write it out).
   bool host_may_read(uint64_t p);
-  // Runner: stores outputs of position `p` where the host may still read them.
+  // Runner: stores outputs of position `p` where the host may still read them (all but those the
+  // host already dropped), after applying the drops the host handed over.
   void runner_store(uint64_t p, const std::vector<Tensor>& outs);
   // Runner: moves the ring drops the host queued since the last call into `into` (appended).
   void runner_take_ring_drops(std::vector<RingDrop>& into);
   bool has_ring_drops() const { return ring_drops_n_.load(std::memory_order_relaxed) != 0; }
-  // Runner: the step failed at position `pos` with `err`; the cells the host holds for that
-  // position and later ones carry the error (so do cells the host creates for them later).
+  // Runner: the step failed at position `pos` with `err`: reads of that position and later ones
+  // raise it (error_at).
   void runner_fail(uint64_t pos, std::exception_ptr err);
   // Host thread: hands the runner the drops it batched. Also done once kHostBatch entries wait
-  // (ring drops, dead slots, dead values), when the host waits, at the step's end and at
+  // (ring drops, dead slots, dead outputs), when the host waits, at the step's end and at
   // host_reclaim; a no-op on any other thread.
   void flush_host_drops() {
     if (on_host_thread() && host_batched() != 0)
@@ -184,7 +230,7 @@ struct StepState {
   ~StepState();
 
  private:
-  static constexpr uint64_t kChunk = 256;
+  static constexpr uint64_t kChunk = kSlotChunk;
   void take_lists();  // the drop lists of an ended step, with their capacity (channel.cpp)
   template <class F>
   void each_list(ChunkPool& pool, F&& f);  // f(pool's lists of a kind, one of ours), for each list
@@ -192,34 +238,55 @@ struct StepState {
   // below is written only under lists_mu, before nchunks_ grows past the entry (release).
   CellSlot& slot(uint64_t p) {
     const uint64_t c = p / kChunk;
-    if (c < nchunks_.load(std::memory_order_acquire)) return chunk(c)[p % kChunk];
+    if (c < nchunks_.load(std::memory_order_acquire)) return chunk(c)->slots[p % kChunk];
     return grow(p);
   }
   CellSlot& grow(uint64_t p);
+  // The runner's side of position p (the host's record is not read).
+  SlotValues& values_at(uint64_t p) {
+    const uint64_t c = p / kChunk;
+    if (c >= nchunks_.load(std::memory_order_acquire)) grow(p);
+    return chunk(c)->vals[p % kChunk];
+  }
   // The directory: chunk c lives in page k = floor(log2(c / kPage0 + 1)), which holds
   // kPage0 << k chunks; page 0 is inline (steps of up to kPage0 * kChunk ops allocate none).
   static constexpr uint64_t kPage0 = 16;
   static constexpr int kPages = 40;
-  CellSlot* chunk(uint64_t c) const {
+  SlotChunk* chunk(uint64_t c) const {
     const int k = int(std::bit_width(c / kPage0 + 1)) - 1;
     const uint64_t off = c - kPage0 * ((uint64_t(1) << k) - 1);
     return k == 0 ? page0_[off] : pages_[k][off];
   }
-  CellSlot* page0_[kPage0] = {};
-  CellSlot** pages_[kPages] = {};
+  SlotChunk* page0_[kPage0] = {};
+  SlotChunk** pages_[kPages] = {};
   std::atomic<uint64_t> nchunks_{0};
   // runner_fail stored error/error_pos (release): host_cell reads them without mu from then on.
   std::atomic<bool> failed_{false};
 
   void host_drop(CellSlot& s);
   void host_drop_output(CellSlot& s, uint32_t out);
-  void free_dead(std::vector<CellSlot*>& dead);
-  // Values of dead slots the runner made: freed by the runner at its next store (malloc frees
-  // them on the thread that allocated them, in batches) until host_reclaim.
-  std::vector<CellSlot*> dead_;
-  std::vector<CellSlot*> runner_dead_;  // the runner's batch being freed (runner only)
-  std::vector<Tensor> dead_values_;     // single outputs the same way (host_drop_output)
-  std::vector<Tensor> runner_dead_values_;
+  // Runner: frees what the dead slots and outputs hold, or marks positions it has not stored yet.
+  void runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs);
+  // The runner's view of p's values in this step: reset if an earlier step's tag is on them.
+  SlotValues& runner_vals(SlotValues& v) {
+    if (v.tag != tag_) {
+      v.tag = tag_;
+      v.stored = false;
+      v.dead_mask = 0;
+    }
+    return v;
+  }
+  // Host, once the runner is done with the step: frees them itself.
+  static void host_free_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs);
+  // Empties a position that holds values (`live` with it): on the runner while it runs the step
+  // (its one writer: no locked decrement), else once it is done with it (any thread).
+  static void clear_values(SlotValues& v, bool runner);
+  // Dead slots and outputs: the runner frees their values at its next store (malloc frees them
+  // on the thread that allocated them, in batches) until host_reclaim.
+  std::vector<SlotValues*> dead_;
+  std::vector<SlotValues*> runner_dead_;  // the runner's batch being applied (runner only)
+  std::vector<DeadOut> dead_outs_;      // single outputs the same way (host_drop_output)
+  std::vector<DeadOut> runner_dead_outs_;
   // Set once the runner is done with the step (host_reclaim, under lists_mu); the host thread
   // reads it without the lock (a stale false only sends a drop through the batch).
   std::atomic<bool> host_frees_{false};
@@ -232,20 +299,24 @@ struct StepState {
   // nearly every op call, and taking lists_mu for each moved its line between the cores.
   alignas(64) const pthread_t host_thread_ = pthread_self();
   std::vector<RingDrop> host_ring_;
-  std::vector<CellSlot*> host_dead_;
-  std::vector<Tensor> host_dead_values_;
+  std::vector<SlotValues*> host_dead_;
+  std::vector<DeadOut> host_dead_outs_;
+  uint64_t host_done_seen_ = 0;     // the runner's `done` as the host last read it (host_cell)
+  bool host_runner_ahead_ = false;  // and whether it was past the host's position then
   // Whether the death of s's output `out` (or all of them) is a ring drop, and which (d).
   bool ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const;
   // Gives the runner these drops under lists_mu; false once it is done with the step (host_frees_):
   // the caller frees the values where they dropped.
-  bool hand_over(std::span<const RingDrop> ring, std::span<CellSlot* const> dead, std::span<Tensor> values);
-  // The same for `append`, which adds to ring_drops_, dead_ and dead_values_ (both forms above).
+  bool hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs);
+  // The same for `append`, which adds to ring_drops_, dead_ and dead_outs_ (both forms above).
   template <class Append>
   bool hand_over_with(Append&& append);
-  size_t host_batched() const { return host_ring_.size() + host_dead_.size() + host_dead_values_.size(); }
+  size_t host_batched() const { return host_ring_.size() + host_dead_.size() + host_dead_outs_.size(); }
   bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
   void flush_host_drops_slow();
   static inline std::atomic<int64_t> live_{0};
+  static inline std::atomic<uint64_t> tags_{0};
+  const uint64_t tag_ = tags_.fetch_add(1, std::memory_order_relaxed) + 1;  // SlotValues::tag
 };
 
 // Counts this host thread as blocked on the runner while it lives (GraphRunner::host_waiting).
@@ -274,6 +345,8 @@ struct FeedValue {
   Tensor tensor;
   std::shared_ptr<ValueCell> cell;
   uint32_t out = 0;
+  const StepState* step = nullptr;  // with `cell`: the producer's step and position (its error)
+  uint64_t pos = 0;
   // Raises the producer's error if it failed (the same exception object: a value that depended
   // on a failed op re-raises that op's error, never an internal one).
   Tensor resolve() const;

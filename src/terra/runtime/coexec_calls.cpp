@@ -222,7 +222,8 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
           feeds_[i] = sp->settled.defined()
                           ? FeedValue{sp->settled, nullptr, 0}
-                          : FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->cell), sp->out};
+                          : FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->vals->cell), sp->out,
+                                      sp->step.get(), sp->seq};
         else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
       }
@@ -259,7 +260,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   bool ready = false;
   CellSlot* slot = st_->host_cell(seq_, &ready);
   SlotRef slot_ref(*st_, slot);
-  const ValueCell* cell = &slot->cell;
+  const ValueCell* cell = &slot->vals->cell;
   const bool take_values = ready && !op.has(kView) && !op.has(kInplace);
   if (!take_values) slot->tracked = !op.has(kInplace);
   // Made in place (no move-assignment into a list made before): a pooled list freed per call.

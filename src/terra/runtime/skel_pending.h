@@ -44,8 +44,10 @@ struct SkelPending : PendingValue {
   // keeps the slot so a read re-raises the error.
   void settle() {
     std::lock_guard<SpinLock> g(mu);
-    const ValueCell& cell = slot->cell;
-    if (!settled.defined() && !cell.error && out < cell.values.size()) settled = cell.values[out];
+    // No value there: the step failed at or before this op, which keeps the slot so a read
+    // re-raises the error (materialize, through wait_step).
+    const ValueCell& cell = slot->vals->cell;
+    if (!settled.defined() && out < cell.values.size()) settled = cell.values[out];
   }
   // Host thread, settled and no message still in flight names the slot: lets the step go.
   void release() {
@@ -65,9 +67,8 @@ struct SkelPending : PendingValue {
     std::unique_lock<SpinLock> g(mu);  // unsettled here means unreleased: the slot holds the value
     const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
     if (!v) {
-      const ValueCell& cell = slot->cell;
-      if (cell.error) {
-        std::exception_ptr err = cell.error;
+      const ValueCell& cell = slot->vals->cell;
+      if (std::exception_ptr err = step->error_at(seq)) {
         g.unlock();
         std::rethrow_exception(err);  // its step failed before computing it
       }
