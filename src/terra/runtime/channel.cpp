@@ -148,7 +148,7 @@ CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
 bool StepState::ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const {
   if (!s.tracked || s.pinned.load(std::memory_order_acquire)) return false;
   // +1: a handle may die inside the call that reads it, before that call counts as validated.
-  d = {s.pos, out, host_pos.load(std::memory_order_acquire) + 1};
+  d = {s.pos, out, (on_host_thread() ? host_pos_mine : host_pos.load(std::memory_order_acquire)) + 1};
   return true;
 }
 

@@ -298,6 +298,14 @@ struct StepState {
   // The host thread's drops, handed over in batches (flush_host_drops): a placeholder dies on
   // nearly every op call, and taking lists_mu for each moved its line between the cores.
   alignas(64) const pthread_t host_thread_ = pthread_self();
+
+ public:
+  // The host's own copy of host_pos, on a line of the host's, for the host's reads: the runner
+  // polls host_pos while it waits for the host, and a read of it on every dropped placeholder
+  // stalled the host.
+  uint64_t host_pos_mine = 0;
+
+ private:
   std::vector<RingDrop> host_ring_;
   std::vector<SlotValues*> host_dead_;
   std::vector<DeadOut> host_dead_outs_;
@@ -439,13 +447,16 @@ class Channel {
   Block* tail_;
   uint32_t tail_idx_ = 0;
   uint64_t committed_ = 0;
-  // consumer side
-  Block* head_;
+  // consumer side (a line apart from the producer's: each writes its own per message)
+  alignas(64) Block* head_;
   uint32_t head_idx_ = 0;
   uint64_t popped_ = 0;
-  // shared
+  // shared, by who writes them: the producer's per-message count on a line of its own; the
+  // sleep handshake, which the producer reads per publish and each side writes only around a
+  // sleep, on another (it shared a line with waited_s_, which the consumer wrote after every wait:
+  // the producer's next publish then waited for that line).
   alignas(64) std::atomic<uint64_t> pushed_{0};  // written per message by the producer
-  std::atomic<uint32_t> wake_{0};
+  alignas(64) std::atomic<uint32_t> wake_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> quiet_{false};
   const bool light_;  // producers publish without a full fence; a sleeping consumer fences for them
@@ -454,7 +465,7 @@ class Channel {
   // slots' feed and phi vectors then allocated per message (~1 malloc an op in a loop).
   static constexpr int kSpares = 8;
   std::atomic<Block*> spares_[kSpares] = {};
-  std::atomic<double> waited_s_{0};  // consumer-side blocking time (written by the runner only)
+  alignas(64) std::atomic<double> waited_s_{0};  // consumer-side blocking time (written by the runner only)
 };
 
 }  // namespace terra::runtime

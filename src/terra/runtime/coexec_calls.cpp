@@ -292,6 +292,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   hist_.push_back(h);
   seq_++;
+  st_->host_pos_mine = seq_;
   runner_->channel().publish(st_->host_pos, seq_);  // a runner waiting for this position may go on
   return out;
 }
