@@ -183,5 +183,31 @@ TEST(StepSlots, AValueDroppedBeforeTheRunnerStoresItIsNeverKept) {
   EXPECT_TRUE(half->vals->cell.values.empty());
 }
 
+// Once the runner is done with a step, whoever drops a placeholder frees its value: two outputs
+// of one position dying on two threads at once (one the last of the position) must not clear it
+// together (ThreadSanitizer checks), and every value is freed.
+TEST(StepSlots, OutputsOfOnePositionDyingOnTwoThreadsAfterTheStepAreFreedOnce) {
+  constexpr uint64_t kPositions = 3000;
+  auto st = std::make_shared<StepState>();
+  std::vector<CellSlot*> slots;
+  for (uint64_t p = 0; p < kPositions; ++p) {
+    CellSlot* s = st->host_cell(p);
+    s->refs.fetch_add(2);  // two placeholders, then the maker's reference goes
+    st->host_release(*s);
+    st->runner_store(p, {full({2}, 1.0f), full({2}, 2.0f)});
+    slots.push_back(s);
+  }
+  EXPECT_EQ(slots[0]->vals->chunk->live.load(), uint32_t(runtime::kSlotChunk));
+  st->host_reclaim();  // the runner is done with it
+  auto drop = [&](uint32_t out) {
+    for (CellSlot* s : slots) st->host_release_out(*s, out);
+  };
+  std::thread a(drop, 0), b(drop, 1);
+  a.join();
+  b.join();
+  for (uint64_t p = 0; p < kPositions; ++p) ASSERT_TRUE(slots[p]->vals->cell.values.empty()) << p;
+  for (uint64_t p = 0; p < kPositions; p += runtime::kSlotChunk) EXPECT_EQ(slots[p]->vals->chunk->live.load(), 0u) << p;
+}
+
 }  // namespace
 }  // namespace terra

@@ -87,7 +87,7 @@ StepState::~StepState() {
     // The runner's lines: only positions still holding values (placeholders kept to the end,
     // values the runner never learned were dead) are read; its flags go stale with the tag.
     for (uint64_t i = 0; i < kChunk && c->live.load(std::memory_order_relaxed) != 0; ++i)
-      if (!c->vals[i].cell.values.empty()) clear_values(c->vals[i], false);
+      if (!c->vals[i].cell.values.empty()) host_clear(c->vals[i]);
     std::lock_guard<std::mutex> g(pool.mu);
     if (pool.free.size() < ChunkPool::kMax) pool.free.push_back(c);
     else delete c;
@@ -212,8 +212,7 @@ void StepState::host_drop(CellSlot& s) {
     return;
   }
   SlotValues* dead = s.vals;
-  if (!hand_over({&d, ring}, {&dead, 1}, {}) && !dead->cell.values.empty())
-    clear_values(*dead, false);  // dead, and the runner is done with the step
+  if (!hand_over({&d, ring}, {&dead, 1}, {})) host_clear(*dead);  // the runner is done with the step
 }
 
 void StepState::host_drop_output(CellSlot& s, uint32_t out) {
@@ -229,21 +228,32 @@ void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   }
   // The runner is done with the step: freed here. Other placeholders of the position may read
   // their own outputs on other threads; only this element changes.
-  if (!hand_over({&d, ring}, {}, {&dead, 1}) && out < s.vals->cell.values.size()) s.vals->cell.values[out] = Tensor();
+  if (!hand_over({&d, ring}, {}, {&dead, 1})) host_clear(*s.vals, out);
 }
 
-void StepState::clear_values(SlotValues& v, bool runner) {
+void StepState::runner_clear(SlotValues& v) {
   v.cell.values.clear();  // capacity kept
   std::atomic<uint32_t>& live = v.chunk->live;
-  if (runner) live.store(live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  else live.fetch_sub(1, std::memory_order_relaxed);
+  live.store(live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
+
+void StepState::host_clear(SlotValues& v, uint32_t out) {
+  Tensor last;  // freed outside the lock
+  std::lock_guard<SpinLock> g(v.mu);
+  TensorList& vals = v.cell.values;
+  if (out != SlotValues::kAllDead) {
+    if (out < vals.size()) last = std::move(vals[out]);
+  } else if (!vals.empty()) {
+    vals.clear();
+    v.chunk->live.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void StepState::runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs) {
   for (SlotValues* p : dead) {
     SlotValues& v = runner_vals(*p);
     if (!v.stored) v.dead_mask = SlotValues::kAllDead;
-    else if (!v.cell.values.empty()) clear_values(v, true);
+    else if (!v.cell.values.empty()) runner_clear(v);
   }
   for (const DeadOut& d : outs) {
     SlotValues& v = runner_vals(*d.vals);
@@ -255,10 +265,8 @@ void StepState::runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<De
 }
 
 void StepState::host_free_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs) {
-  for (SlotValues* v : dead)  // dead: no other thread reads it again
-    if (!v->cell.values.empty()) clear_values(*v, false);
-  for (const DeadOut& d : outs)  // other outputs' placeholders may be read: only this element changes
-    if (d.out < d.vals->cell.values.size()) d.vals->cell.values[d.out] = Tensor();
+  for (SlotValues* v : dead) host_clear(*v);
+  for (const DeadOut& d : outs) host_clear(*d.vals, d.out);  // only this element: others may be read
   dead.clear();
   outs.clear();
 }

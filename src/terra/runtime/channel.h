@@ -74,6 +74,9 @@ struct alignas(64) SlotValues {
   uint32_t dead_mask = 0;
   bool stored = false;
   SlotChunk* chunk = nullptr;  // whose `live` counts this one while it holds values
+  // Taken only once the runner is done with the step, by the threads that then free dead values:
+  // two placeholders of one position dying on two threads would otherwise clear it together.
+  SpinLock mu;
   static constexpr uint32_t kAllDead = ~0u;
 };
 
@@ -279,8 +282,11 @@ struct StepState {
   // Host, once the runner is done with the step: frees them itself.
   static void host_free_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs);
   // Empties a position that holds values (`live` with it): on the runner while it runs the step
-  // (its one writer: no locked decrement), else once it is done with it (any thread).
-  static void clear_values(SlotValues& v, bool runner);
+  // (its one writer: no lock, no locked decrement).
+  static void runner_clear(SlotValues& v);
+  // The same, or one output only (`out`, DeadOut), once the runner is done with the step: any
+  // thread, under v.mu.
+  static void host_clear(SlotValues& v, uint32_t out = SlotValues::kAllDead);
   // Dead slots and outputs: the runner frees their values at its next store (malloc frees them
   // on the thread that allocated them, in batches) until host_reclaim.
   std::vector<SlotValues*> dead_;
