@@ -23,6 +23,23 @@ struct PendingValue {
 };
 
 struct TensorImpl {
+  // The host's fields first: a pooled TensorImpl follows its shared_ptr's reference counts, which
+  // the host changes whenever it passes the tensor on (a parameter: on every op). These 48 bytes
+  // keep the fields a GraphRunner reads on every op (shape, strides, storage) off the counts'
+  // cache line, wherever the block starts (16-byte aligned): reading them while the host moved a
+  // count took that line from the host's core on every op.
+  //
+  // Which op call of which traced/co-executed step produced the current value (0: none); graph
+  // modes use it to find an input's producer without a side table.
+  uint64_t trace_step = 0;
+  uint32_t trace_rec = 0;
+  uint32_t trace_out = 0;
+  uint64_t id;  // process-unique, never reused
+  // autograd
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;
+  bool requires_grad = false;
+
   Shape shape;
   Shape strides;
   int64_t offset = 0;  // in elements
@@ -31,23 +48,12 @@ struct TensorImpl {
   std::shared_ptr<Storage> storage;
   std::shared_ptr<PendingValue> pending;  // set while the value lives elsewhere (graph modes)
 
-  // autograd
-  bool requires_grad = false;
-  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
-  uint32_t output_nr = 0;
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<TensorImpl> base;  // for views: the tensor whose storage this one views
   // For detach(): the tensor this one is an alias of (same storage and layout). Weak: a saved
   // output's alias must not own the output. Graph modes key an alias of a parameter as the parameter.
   std::weak_ptr<TensorImpl> alias_of;
 
-  // Which op call of which traced/co-executed step produced the current value (0: none); graph
-  // modes use it to find an input's producer without a side table.
-  uint64_t trace_step = 0;
-  uint32_t trace_rec = 0;
-  uint32_t trace_out = 0;
-
-  uint64_t id;  // process-unique, never reused
   TensorImpl();
 
   bool is_contiguous() const;
