@@ -148,6 +148,13 @@ struct StepState {
   // The runner writes `done` after every op and the host writes `host_pos` after every call: each
   // on its own cache line, so neither store takes the line from the other core's reads.
   alignas(64) std::atomic<uint64_t> done{0};       // op instances the runner finished
+
+ private:
+  // SlotValues::tag of this step, on the runner's line: the runner reads it per stored or dropped
+  // position (in the host's section it missed on every op the host had written that line).
+  const uint64_t tag_ = tags_.fetch_add(1, std::memory_order_relaxed) + 1;
+
+ public:
   alignas(64) std::atomic<uint64_t> host_pos{0};   // ops the host validated so far (in-place writes wait for it)
   alignas(64) std::atomic<uint64_t> abort_at{~0ull};  // stop once `done` reaches this (fallback)
   std::atomic<uint64_t> host_waits_for{~0ull};     // the runner notifies once `done` reaches it
@@ -330,7 +337,6 @@ struct StepState {
   void flush_host_drops_slow();
   static inline std::atomic<int64_t> live_{0};
   static inline std::atomic<uint64_t> tags_{0};
-  const uint64_t tag_ = tags_.fetch_add(1, std::memory_order_relaxed) + 1;  // SlotValues::tag
 };
 
 // Counts this host thread as blocked on the runner while it lives (GraphRunner::host_waiting).
