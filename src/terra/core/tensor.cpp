@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -43,6 +44,8 @@ uint64_t new_tensor_id() {
 }  // namespace
 
 TensorImpl::TensorImpl() : id(new_tensor_id()) {}
+// tensor.h's rule: 48 bytes of host fields before the ones the runner reads on every op.
+static_assert(offsetof(TensorImpl, shape) >= 48, "TensorImpl: keep the host's fields first");
 uint64_t next_tensor_id() { return g_next_id.load(std::memory_order_relaxed); }
 void take_tensor_ids_in_blocks() { t_id_blocks = true; }
 
