@@ -270,7 +270,7 @@ struct StepState {
   SlotChunk* page0_[kPage0] = {};
   SlotChunk** pages_[kPages] = {};
   std::atomic<uint64_t> nchunks_{0};
-  // runner_fail stored error/error_pos (release): host_cell reads them without mu from then on.
+  // runner_fail stored error/error_pos (release): error_at reads them without mu from then on.
   std::atomic<bool> failed_{false};
 
   void host_drop(CellSlot& s);
