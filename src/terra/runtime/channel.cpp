@@ -95,7 +95,7 @@ StepState::~StepState() {
   for (SlotChunk** page : pages_) delete[] page;
 }
 
-CellSlot& StepState::grow(uint64_t p) {
+void StepState::grow(uint64_t p) {
   std::lock_guard<SpinLock> g(lists_mu);
   for (uint64_t n = nchunks_.load(std::memory_order_relaxed); n <= p / kChunk; ++n) {
     SlotChunk* c = nullptr;
@@ -119,7 +119,6 @@ CellSlot& StepState::grow(uint64_t p) {
     }
     nchunks_.store(n + 1, std::memory_order_release);  // publishes the entry to lock-free readers
   }
-  return chunk(p / kChunk)->slots[p % kChunk];
 }
 
 CellSlot* StepState::host_cell(uint64_t p, bool* ready) {

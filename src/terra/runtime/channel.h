@@ -246,18 +246,15 @@ struct StepState {
   void each_list(ChunkPool& pool, F&& f);  // f(pool's lists of a kind, one of ours), for each list
   // Position p's slot; makes the chunks up to it. Lock-free once the chunk exists: the directory
   // below is written only under lists_mu, before nchunks_ grows past the entry (release).
-  CellSlot& slot(uint64_t p) {
-    const uint64_t c = p / kChunk;
-    if (c < nchunks_.load(std::memory_order_acquire)) return chunk(c)->slots[p % kChunk];
-    return grow(p);
-  }
-  CellSlot& grow(uint64_t p);
+  CellSlot& slot(uint64_t p) { return chunk_at(p).slots[p % kChunk]; }
   // The runner's side of position p (the host's record is not read).
-  SlotValues& values_at(uint64_t p) {
+  SlotValues& values_at(uint64_t p) { return chunk_at(p).vals[p % kChunk]; }
+  SlotChunk& chunk_at(uint64_t p) {
     const uint64_t c = p / kChunk;
     if (c >= nchunks_.load(std::memory_order_acquire)) grow(p);
-    return chunk(c)->vals[p % kChunk];
+    return *chunk(c);
   }
+  void grow(uint64_t p);  // makes the chunks up to p's
   // The directory: chunk c lives in page k = floor(log2(c / kPage0 + 1)), which holds
   // kPage0 << k chunks; page 0 is inline (steps of up to kPage0 * kChunk ops allocate none).
   static constexpr uint64_t kPage0 = 16;
