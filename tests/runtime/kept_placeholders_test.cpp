@@ -136,3 +136,61 @@ TEST(KeptPlaceholders, ReadOnAnotherThreadWhileTheHostSettles) {
   reader.join();
   for (size_t i = 0; i < size_t(steps); ++i) EXPECT_EQ(seen[i], eager_losses[i]) << "step " << i;
 }
+
+// The host finds the placeholders still alive on their slots' lists, which a placeholder dying on
+// another thread leaves under the slot's lock. Here another thread drops kept values, both outputs
+// of one call split between the two threads, while the host settles and releases their steps.
+TEST(KeptPlaceholders, DroppedOnAnotherThreadWhileTheHostSettles) {
+  const int steps = 60;
+  const int64_t before = runtime::StepState::live();
+  auto run = [&](Mode mode, std::vector<float>* sums) {
+    manual_seed(9);
+    Tensor a = randn({4, 6}), b = randn({6, 3});
+    Engine eng(mode);
+    std::mutex m;
+    std::vector<Tensor> handed;
+    std::atomic<bool> done{false};
+    std::vector<float> seen;
+    std::thread dropper([&] {
+      for (;;) {
+        std::vector<Tensor> mine;
+        {
+          std::lock_guard<std::mutex> g(m);
+          mine.swap(handed);
+        }
+        // Every other one is read before it dies: settled and unsettled values both die here.
+        for (size_t i = 0; i < mine.size(); ++i)
+          if (i % 2 == 0) seen.push_back(mine[i].sum().item<float>());
+        mine.clear();
+        if (done.load() && [&] { std::lock_guard<std::mutex> g(m); return handed.empty(); }()) break;
+        std::this_thread::yield();
+      }
+    });
+    std::vector<Tensor> host_kept;
+    for (int s = 0; s < steps; ++s) {
+      auto st = eng.step();
+      Tensor go = matmul(a, b) * (1.0 + 0.01 * s);
+      TensorList g = matmul_backward(go, a, b, a.shape(), b.shape());  // two outputs, one position
+      Tensor loss = (g[0] * g[0]).sum() + (g[1] * g[1]).sum();
+      {
+        std::lock_guard<std::mutex> l(m);
+        handed.push_back(g[0]);
+        handed.push_back(loss);
+      }
+      host_kept.push_back(g[1]);
+      if (host_kept.size() > 3) host_kept.erase(host_kept.begin());  // dies on the host, a few steps later
+      if (s % 5 == 0) sums->push_back(g[1].sum().item<float>());  // mostly the runner runs ahead
+    }
+    done = true;
+    dropper.join();
+    eng.synchronize();
+    host_kept.clear();
+    sums->insert(sums->end(), seen.begin(), seen.end());
+  };
+  std::vector<float> eager, co;
+  run(Mode::Eager, &eager);
+  run(Mode::CoExecution, &co);
+  EXPECT_EQ(runtime::StepState::live(), before) << "a step's state outlived its placeholders";
+  ASSERT_EQ(co.size(), eager.size());
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(co[i], eager[i]) << "value " << i;
+}

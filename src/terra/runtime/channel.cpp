@@ -195,9 +195,10 @@ void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
   ring_drops_n_.store(0, std::memory_order_relaxed);
 }
 
-void StepState::host_drop(CellSlot& s) {
+void StepState::host_drop(CellSlot& s, SlotLink* leaving) {
   {
     std::lock_guard<SpinLock> g(s.mu);
+    if (leaving) unlink(s, leaving);
     s.state = CellSlot::Dead;  // fused groups need not write it out from now on (host_may_read)
   }
   // Whether the runner stored values there is its own business: it frees them, or skips the

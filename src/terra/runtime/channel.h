@@ -80,6 +80,14 @@ struct alignas(64) SlotValues {
   static constexpr uint32_t kAllDead = ~0u;
 };
 
+// A placeholder on its position's list (SkelPending is one): once the step finished, the host
+// walks the step's slots to settle the placeholders still alive, instead of registering every
+// placeholder it makes (a weak reference per op: three locked operations, and every dead
+// placeholder's block held until the step was settled).
+struct SlotLink {
+  SlotLink* next_in_slot = nullptr;  // under the slot's mu once its placeholders left the call
+};
+
 // The host's record of one position of a co-executed step: its placeholders' references and
 // fate. Written by the host (and by a thread dropping the last handle to a placeholder); the
 // runner reads it only to decide what a fused group writes out (host_may_read). Slots are pooled
@@ -100,6 +108,10 @@ struct alignas(64) CellSlot {
   std::atomic<uint32_t> refs{0};
   uint64_t pos = 0;  // the position (set by host_cell)
   SlotValues* vals = nullptr;  // the position's values (fixed for the chunk's life)
+  // The position's live placeholders, linked by the call that makes them (no other thread sees
+  // them yet), unlinked under mu by the one that lets each go. Read without mu only to skip
+  // empty slots: nothing is added once the call returned.
+  std::atomic<SlotLink*> placeholders{nullptr};
 };
 
 // A step's slots come in chunks: the host's records and the runner's values in two arrays, so a
@@ -199,11 +211,27 @@ struct StepState {
   void host_release(CellSlot& s) {
     if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
   }
-  // The same for output `out`'s placeholder (one per output): when others of the position still
-  // live, that output alone dies.
-  void host_release_out(CellSlot& s, uint32_t out) {
-    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
-    else host_drop_output(s, out);
+  // The same for output `out`'s placeholder (one per output), `leaving` its list (null: already
+  // unlinked): when others of the position still live, that output alone dies.
+  void host_release_out(CellSlot& s, uint32_t out, SlotLink* leaving = nullptr) {
+    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) return host_drop(s, leaving);
+    if (leaving) {
+      std::lock_guard<SpinLock> g(s.mu);
+      unlink(s, leaving);
+    }
+    host_drop_output(s, out);
+  }
+  // Host: position p's record (p < host_pos_mine: its chunk exists), for the settle walk.
+  CellSlot& host_slot(uint64_t p) { return slot(p); }
+  // Under s.mu: takes `l` off s's list of placeholders.
+  static void unlink(CellSlot& s, SlotLink* l) {
+    SlotLink* head = s.placeholders.load(std::memory_order_relaxed);
+    if (head == l) return s.placeholders.store(l->next_in_slot, std::memory_order_relaxed);
+    for (SlotLink* p = head; p; p = p->next_in_slot)
+      if (p->next_in_slot == l) {
+        p->next_in_slot = l->next_in_slot;
+        return;
+      }
   }
   // Host: the runner has finished this step; dropped values are freed where they die from now on.
   void host_reclaim();
@@ -270,7 +298,7 @@ struct StepState {
   // runner_fail stored error/error_pos (release): error_at reads them without mu from then on.
   std::atomic<bool> failed_{false};
 
-  void host_drop(CellSlot& s);
+  void host_drop(CellSlot& s, SlotLink* leaving = nullptr);  // `leaving` unlinked under s.mu
   void host_drop_output(CellSlot& s, uint32_t out);
   // Runner: frees what the dead slots and outputs hold, or marks positions it has not stored yet.
   void runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs);

@@ -318,34 +318,66 @@ void CoExecSession::regenerate() {
   }
 }
 
+template <class F>
+void CoExecSession::each_kept_slot(const Kept& k, F&& f) {
+  for (uint64_t p = k.begin; p < k.end; ++p) {
+    CellSlot& s = k.st->host_slot(p);
+    if (s.placeholders.load(std::memory_order_relaxed)) f(s);  // else none alive (none is added now)
+  }
+}
+
 // Host thread, at a step's start. A kept placeholder's slot may be named by a feed the host sent
 // before it settled (an alias of the slot's cell): released only once the runner finished every
 // step sent by then. Feeds made after settling carry the value itself.
 void CoExecSession::settle_kept_placeholders() {
-  if (st_ && !placeholders_.empty()) {
-    kept_.push_back({st_, std::move(placeholders_)});
-    placeholders_.swap(spare_placeholders_);
+  if (st_) {
+    if (kept_uid_ != st_->uid) kept_uid_ = st_->uid, kept_end_ = 0;
+    if (st_->host_pos_mine > kept_end_) {
+      kept_.push_back({st_, kept_end_, st_->host_pos_mine});
+      kept_end_ = st_->host_pos_mine;
+    }
   }
-  placeholders_.clear();
   for (Kept& k : kept_) {
     if (k.settled) continue;
     {
       std::lock_guard<std::mutex> g(k.st->mu);
       if (!k.st->finished || !k.st->host_ended) break;  // steps finish in order
     }
-    for (auto& w : k.placeholders)
-      if (auto sp = w.lock()) static_cast<SkelPending*>(sp.get())->settle();
+    each_kept_slot(k, [](CellSlot& s) {
+      std::lock_guard<SpinLock> g(s.mu);
+      for (SlotLink* l = s.placeholders.load(std::memory_order_relaxed); l; l = l->next_in_slot)
+        static_cast<SkelPending*>(l)->settle();
+    });
     k.settled = true;
     k.release_after = steps_sent_;
   }
   const uint64_t finished = runner_->steps_finished();
   while (!kept_.empty() && kept_.front().settled && finished >= kept_.front().release_after) {
-    for (auto& w : kept_.front().placeholders)
-      if (auto sp = w.lock()) static_cast<SkelPending*>(sp.get())->release();
-    if (kept_.front().placeholders.capacity() > spare_placeholders_.capacity()) {
-      spare_placeholders_.swap(kept_.front().placeholders);
-      spare_placeholders_.clear();
-    }
+    const Kept& k = kept_.front();
+    each_kept_slot(k, [&](CellSlot& s) {
+      // Released placeholders leave the list here; the others (unsettled: their step failed, or
+      // dying on another thread, which unlinks them) stay.
+      released_outs_.clear();
+      {
+        std::lock_guard<SpinLock> g(s.mu);
+        SlotLink* stay = nullptr;
+        SlotLink** tail = &stay;
+        for (SlotLink* l = s.placeholders.load(std::memory_order_relaxed); l;) {
+          SlotLink* next = l->next_in_slot;
+          uint32_t out;
+          if (static_cast<SkelPending*>(l)->release(&out)) {
+            released_outs_.push_back(out);
+          } else {
+            *tail = l;
+            tail = &l->next_in_slot;
+          }
+          l = next;
+        }
+        *tail = nullptr;
+        s.placeholders.store(stay, std::memory_order_relaxed);
+      }
+      for (uint32_t out : released_outs_) k.st->host_release_out(s, out);  // may kill the slot (its mu)
+    });
     kept_.pop_front();
   }
 }

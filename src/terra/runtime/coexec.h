@@ -98,16 +98,18 @@ class CoExecSession {
   // Placeholders a program keeps past their step (a loss kept for logging, a value read next step)
   // must not keep the whole step's state: once the step finished they take their value (settled)
   // and, when no feed sent earlier can still read their slot, let the step go (released).
+  // A step's positions [begin, end) whose live placeholders are found on their slots' lists.
   struct Kept {
     std::shared_ptr<StepState> st;
-    std::vector<std::weak_ptr<PendingValue>> placeholders;
+    uint64_t begin = 0, end = 0;
     uint64_t release_after = 0;  // settled: released once the runner finished this many steps
     bool settled = false;
   };
-  std::vector<std::weak_ptr<PendingValue>> placeholders_;  // the current step's
-  // A released step's list, emptied, kept for the next step: the list grows to a step's op
-  // count, and regrowing it from nothing every step took ~70 malloc'd instructions an op.
-  std::vector<std::weak_ptr<PendingValue>> spare_placeholders_;
+  // f(slot) for each position of k with live placeholders (f takes the slot's mu).
+  template <class F>
+  static void each_kept_slot(const Kept& k, F&& f);
+  uint64_t kept_uid_ = 0, kept_end_ = 0;  // st_'s positions already in kept_ (by its uid)
+  std::vector<uint32_t> released_outs_;  // settle_kept_placeholders' scratch
   std::deque<Kept> kept_;
   uint64_t growth_bits_ = 0;  // last 64 steps: 1 = the step's trace extended the TraceGraph
 

@@ -267,7 +267,6 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   TensorList out = take_values ? TensorList()
                                : placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
                                    set_pending<SkelPending>(t, storage_too, st_, slot, k, seq_);
-                                   placeholders_.emplace_back(t.pending);
                                  });
   if (take_values) {
     // The runner got here first: the outputs are its values, no placeholder to fill later.

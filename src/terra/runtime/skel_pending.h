@@ -22,40 +22,53 @@ void wait_step(StepState& st, uint64_t n);
 // reference to its position's slot: the runner keeps the values only while one is alive. Once the
 // step finished, the host settles it (takes the value) and later releases the slot and the step,
 // so a placeholder kept for many steps costs what an eager tensor costs (see CoExecSession::kept_).
-struct SkelPending : PendingValue {
-  std::shared_ptr<StepState> step;  // null once released
+// The host finds the live ones on their slots' lists (SlotLink).
+struct SkelPending : PendingValue, SlotLink {
+  std::shared_ptr<StepState> step;  // null once released, or claimed by the destructor
   CellSlot* slot;
   uint32_t out;
   uint64_t seq;
   Tensor settled;  // the runner's value, taken on the host after the step finished
   // settle/release run on the host thread while another thread may be reading this value
-  // (Python's synchronize() releases the GIL): they and materialize's reads take this lock.
+  // (Python's synchronize() releases the GIL) or dropping it: they, the destructor's claim and
+  // materialize's reads take this lock.
   SpinLock mu;
   SkelPending(const std::shared_ptr<StepState>& st, CellSlot* s, uint32_t o, uint64_t q)
       : step(st), slot(s), out(o), seq(q) {
-    // The maker holds one (never from 0). No other thread reaches the slot's count before the
-    // call returns its placeholders: a plain increment, not a locked one.
+    // The maker holds one (never from 0). No other thread reaches the slot's count or list before
+    // the call returns its placeholders: plain stores, not locked ones.
     s->refs.store(s->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    next_in_slot = s->placeholders.load(std::memory_order_relaxed);
+    s->placeholders.store(this, std::memory_order_relaxed);
   }
   ~SkelPending() override {
-    if (step) step->host_release_out(*slot, out);
+    std::shared_ptr<StepState> st;
+    {
+      std::lock_guard<SpinLock> g(mu);  // against the host's release walk (release below)
+      st.swap(step);
+    }
+    if (st) st->host_release_out(*slot, out, this);  // unlinked there, under the slot's mu
   }
-  // Host thread, its step finished: takes the value unless the op (or its step) failed, which
-  // keeps the slot so a read re-raises the error.
+  // Host thread, its step finished, under the slot's mu: takes the value unless the op (or its
+  // step) failed, which keeps the slot so a read re-raises the error.
   void settle() {
     std::lock_guard<SpinLock> g(mu);
+    if (!step) return;  // dying on another thread (unlinked once it gets the slot's mu)
     // No value there: the step failed at or before this op, which keeps the slot so a read
     // re-raises the error (materialize, through wait_step).
     const ValueCell& cell = slot->vals->cell;
     if (!settled.defined() && out < cell.values.size()) settled = cell.values[out];
   }
-  // Host thread, settled and no message still in flight names the slot: lets the step go.
-  void release() {
+  // Host thread, settled and no message still in flight names the slot, under the slot's mu:
+  // gives up the step. The caller unlinks it and releases output `*o` of the slot (after the
+  // slot's mu: the release may kill the slot). False when unsettled or dying.
+  bool release(uint32_t* o) {
     std::lock_guard<SpinLock> g(mu);
-    if (!settled.defined() || !step) return;
-    step->host_release_out(*slot, out);
-    step.reset();
+    if (!settled.defined() || !step) return false;
+    *o = out;
+    step.reset();  // not the last: the walker holds the step
     slot = nullptr;
+    return true;
   }
   void materialize(TensorImpl& t) override {
     std::shared_ptr<StepState> st;
