@@ -51,9 +51,9 @@ ChunkPool& chunk_pool() {
 // names them, so a list added later is pooled (and cleared) with the others.
 template <class F>
 void StepState::each_list(ChunkPool& pool, F&& f) {
-  for (auto* v : {&host_ring_, &ring_drops_}) f(pool.rings, *v);
-  for (auto* v : {&host_dead_, &dead_, &runner_dead_}) f(pool.slot_lists, *v);
-  for (auto* v : {&host_dead_outs_, &dead_outs_, &runner_dead_outs_}) f(pool.out_lists, *v);
+  f(pool.rings, ring_drops_);
+  for (auto* v : {&dead_, &runner_dead_}) f(pool.slot_lists, *v);
+  for (auto* v : {&dead_outs_, &runner_dead_outs_}) f(pool.out_lists, *v);
 }
 
 void StepState::take_lists() {
@@ -179,14 +179,11 @@ static void append_batch(V& to, V& from) {
 }
 
 void StepState::flush_host_drops_slow() {
-  if (hand_over_with([&] {
-        append_batch(ring_drops_, host_ring_);
-        append_batch(dead_, host_dead_);
-        append_batch(dead_outs_, host_dead_outs_);
-      }))
-    return;
-  host_free_dead(host_dead_, host_dead_outs_);  // the runner is done with the step: freed here
-  host_ring_.clear();
+  const std::span<SlotValues* const> dead(host_dead_, host_dead_n_);
+  const std::span<const DeadOut> outs(host_dead_outs_, host_dead_outs_n_);
+  if (!hand_over({host_ring_, host_ring_n_}, dead, outs))
+    host_free_dead(dead, outs);  // the runner is done with the step: freed here
+  host_ring_n_ = host_dead_n_ = host_dead_outs_n_ = 0;
 }
 
 void StepState::runner_take_ring_drops(std::vector<RingDrop>& into) {
@@ -206,8 +203,8 @@ void StepState::host_drop(CellSlot& s, SlotLink* leaving) {
   RingDrop d;
   const bool ring = ring_drop(s, graph::Release::kAllOutputs, d);
   if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
-    if (ring) host_ring_.push_back(d);
-    host_dead_.push_back(s.vals);  // (the runner's side: the runner never reads the host's record)
+    if (ring) host_ring_[host_ring_n_++] = d;  // (each count stays <= kHostBatch: flushed at kHostBatch in all)
+    host_dead_[host_dead_n_++] = s.vals;  // (the runner's side: the runner never reads the host's record)
     if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
@@ -221,8 +218,8 @@ void StepState::host_drop_output(CellSlot& s, uint32_t out) {
   const bool ring = ring_drop(s, out, d);
   const DeadOut dead{s.vals, out};
   if (on_host_thread() && !host_frees_.load(std::memory_order_relaxed)) {
-    if (ring) host_ring_.push_back(d);
-    host_dead_outs_.push_back(dead);  // the runner frees it (as dead_)
+    if (ring) host_ring_[host_ring_n_++] = d;
+    host_dead_outs_[host_dead_outs_n_++] = dead;  // the runner frees it (as dead_)
     if (host_batched() >= kHostBatch) flush_host_drops_slow();
     return;
   }
@@ -264,11 +261,9 @@ void StepState::runner_apply_dead(std::vector<SlotValues*>& dead, std::vector<De
   outs.clear();
 }
 
-void StepState::host_free_dead(std::vector<SlotValues*>& dead, std::vector<DeadOut>& outs) {
+void StepState::host_free_dead(std::span<SlotValues* const> dead, std::span<const DeadOut> outs) {
   for (SlotValues* v : dead) host_clear(*v);
   for (const DeadOut& d : outs) host_clear(*d.vals, d.out);  // only this element: others may be read
-  dead.clear();
-  outs.clear();
 }
 
 void StepState::host_reclaim() {

@@ -320,9 +320,10 @@ void CoExecSession::regenerate() {
 
 template <class F>
 void CoExecSession::each_kept_slot(const Kept& k, F&& f) {
-  for (uint64_t p = k.begin; p < k.end; ++p) {
-    CellSlot& s = k.st->host_slot(p);
-    if (s.placeholders.load(std::memory_order_relaxed)) f(s);  // else none alive (none is added now)
+  for (uint64_t p = k.begin; p < k.end;) {
+    CellSlot* s = &k.st->host_slot(p);  // a chunk's slots are one array
+    for (const uint64_t chunk_end = std::min(k.end, (p / kSlotChunk + 1) * kSlotChunk); p < chunk_end; ++p, ++s)
+      if (s->placeholders.load(std::memory_order_relaxed)) f(*s);  // else none alive (none is added now)
   }
 }
 
