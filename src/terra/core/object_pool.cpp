@@ -83,12 +83,9 @@ void* carve(Cache& t, size_t sz) {
   return p;
 }
 
-}  // namespace
-
-void* pool_allocate(size_t bytes) {
-#ifdef TERRA_POOL_PASSTHROUGH
-  return ::operator new(bytes);
-#else
+// The paths past a thread's free list, out of line: the fast paths then need no callee-saved
+// registers (their pushes and pops were ~40 % of an allocation's instructions, 8 calls an op).
+__attribute__((noinline)) void* allocate_slow(size_t bytes) {
   if (bytes > kPoolMaxBytes) return ::operator new(bytes);
   const size_t c = class_of(bytes);
   Cache& t = this_thread_cache();
@@ -108,14 +105,9 @@ void* pool_allocate(size_t bytes) {
   }
   if (!t.alive) return ::operator new((c + 1) * kGranule);  // never freed into a dead cache
   return carve(t, (c + 1) * kGranule);
-#endif
 }
 
-void pool_deallocate(void* p, size_t bytes) {
-#ifdef TERRA_POOL_PASSTHROUGH
-  ::operator delete(p);
-#else
-  if (!p) return;
+__attribute__((noinline)) void deallocate_slow(void* p, size_t bytes) {
   if (bytes > kPoolMaxBytes) return ::operator delete(p);
   const size_t c = class_of(bytes);
   FreeNode* node = static_cast<FreeNode*>(p);
@@ -136,6 +128,44 @@ void pool_deallocate(void* p, size_t bytes) {
   last->next = nullptr;
   t.n[c] -= kKeep;
   give(c, b);
+}
+
+}  // namespace
+
+void* pool_allocate(size_t bytes) {
+#ifdef TERRA_POOL_PASSTHROUGH
+  return ::operator new(bytes);
+#else
+  if (bytes <= kPoolMaxBytes) [[likely]] {
+    const size_t c = class_of(bytes);
+    Cache& t = this_thread_cache();
+    if (FreeNode* p = t.head[c]) [[likely]] {
+      t.head[c] = p->next;
+      t.n[c]--;
+      return p;
+    }
+  }
+  return allocate_slow(bytes);
+#endif
+}
+
+void pool_deallocate(void* p, size_t bytes) {
+#ifdef TERRA_POOL_PASSTHROUGH
+  ::operator delete(p);
+#else
+  if (!p) return;
+  if (bytes <= kPoolMaxBytes) [[likely]] {
+    const size_t c = class_of(bytes);
+    Cache& t = this_thread_cache();
+    if (t.alive && t.n[c] < 2 * kKeep) [[likely]] {
+      FreeNode* node = static_cast<FreeNode*>(p);
+      node->next = t.head[c];
+      t.head[c] = node;
+      t.n[c]++;
+      return;
+    }
+  }
+  deallocate_slow(p, bytes);
 #endif
 }
 

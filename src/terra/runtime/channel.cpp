@@ -77,9 +77,9 @@ StepState::~StepState() {
       // A record nobody touched is still as new (host_cell sets its state before anything
       // else). A short step leaves most of its chunk so.
       CellSlot& s = c->slots[i];
-      if (s.state != CellSlot::Untouched) {
+      if (s.state.load(std::memory_order_relaxed) != CellSlot::Untouched) {
         s.refs.store(0, std::memory_order_relaxed);
-        s.state = CellSlot::Untouched;
+        s.state.store(CellSlot::Untouched, std::memory_order_relaxed);
         s.tracked = false;
         s.pinned.store(false, std::memory_order_relaxed);
       }
@@ -123,13 +123,11 @@ void StepState::grow(uint64_t p) {
 
 CellSlot* StepState::host_cell(uint64_t p, bool* ready) {
   CellSlot& s = slot(p);
-  {
-    // Uncontended: only a placeholder dying on another thread takes it (the runner never does).
-    std::lock_guard<SpinLock> g(s.mu);
-    s.pos = p;
-    s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
-    s.state = CellSlot::Host;
-  }
+  // No lock: no placeholder of p exists yet, and the runner reads the state only for positions
+  // the host published (host_pos, after this).
+  s.pos = p;
+  s.refs.store(1, std::memory_order_relaxed);  // the caller's, until its placeholders hold theirs
+  s.state.store(CellSlot::Host, std::memory_order_relaxed);
   if (ready) {
     // While the runner trails the host, its count is read again only every 16 positions: a read
     // per op would take the line it writes per op from its core every time.
@@ -196,7 +194,7 @@ void StepState::host_drop(CellSlot& s, SlotLink* leaving) {
   {
     std::lock_guard<SpinLock> g(s.mu);
     if (leaving) unlink(s, leaving);
-    s.state = CellSlot::Dead;  // fused groups need not write it out from now on (host_may_read)
+    s.state.store(CellSlot::Dead, std::memory_order_relaxed);  // fused groups need not write it out (host_may_read)
   }
   // Whether the runner stored values there is its own business: it frees them, or skips the
   // store, when it takes the drop (runner_apply_dead).
@@ -348,9 +346,7 @@ bool StepState::host_may_read(uint64_t p) {
   // The runner's own copy first: no line of the host's.
   const SlotValues& v = values_at(p);
   if (v.tag == tag_ && v.dead_mask == SlotValues::kAllDead) return false;
-  CellSlot& s = slot(p);
-  std::lock_guard<SpinLock> g(s.mu);
-  return s.state != CellSlot::Dead;
+  return slot(p).state.load(std::memory_order_relaxed) != CellSlot::Dead;  // stale: written out for nothing
 }
 
 void StepState::runner_store(uint64_t p, const std::vector<Tensor>& outs) {

@@ -93,9 +93,11 @@ struct SlotLink {
 // runner reads it only to decide what a fused group writes out (host_may_read). Slots are pooled
 // per step (chunks of kChunk), so an op call allocates no cell and no control block.
 struct alignas(64) CellSlot {
-  SpinLock mu;  // guards state against a placeholder dying on another thread
+  SpinLock mu;  // guards the list of placeholders, and the death, against one dying on another thread
   // Host: the host's placeholders may read it; Dead: every placeholder died (never read again).
-  enum State : uint8_t { Untouched, Host, Dead } state = Untouched;
+  // Atomic: host_cell sets it without the lock, and the runner reads it without it.
+  enum State : uint8_t { Untouched, Host, Dead };
+  std::atomic<State> state{Untouched};
   // Host-only before its placeholders exist: every output got a placeholder (not the runner's
   // values handed over, not an in-place write's targets), so their deaths are the program's last
   // handles to these values (StepState::ring_drops).
@@ -209,17 +211,26 @@ struct StepState {
   CellSlot* host_cell(uint64_t p, bool* ready = nullptr);
   // Host (or whoever drops a placeholder's last owner): one reference to `s` less.
   void host_release(CellSlot& s) {
-    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) host_drop(s);
+    if (drop_ref(s)) host_drop(s);
   }
   // The same for output `out`'s placeholder (one per output), `leaving` its list (null: already
   // unlinked): when others of the position still live, that output alone dies.
   void host_release_out(CellSlot& s, uint32_t out, SlotLink* leaving = nullptr) {
-    if (s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1) return host_drop(s, leaving);
+    if (drop_ref(s)) return host_drop(s, leaving);
     if (leaving) {
       std::lock_guard<SpinLock> g(s.mu);
       unlink(s, leaving);
     }
     host_drop_output(s, out);
+  }
+  // One reference to s less; true if it was the last. The last holder knows it is (references
+  // are added only by a holder, the call making the placeholders): no locked decrement then.
+  static bool drop_ref(CellSlot& s) {
+    if (s.refs.load(std::memory_order_acquire) == 1) {
+      s.refs.store(0, std::memory_order_relaxed);
+      return true;
+    }
+    return s.refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
   // Host: position p's record (p < host_pos_mine: its chunk exists), for the settle walk.
   CellSlot& host_slot(uint64_t p) { return slot(p); }
