@@ -3,7 +3,9 @@
 // runner's waits excluded) and GraphRunner (runner busy time per op), lazy's record + barrier.
 // Modes run in one process, interleaved round by round. No environment variable is read.
 //
-//   op_costs [--ops N] [--steps S] [--rounds R] [--program NAME] [--mode MODE]
+//   op_costs [--ops N] [--steps S] [--rounds R] [--program NAME] [--mode MODE] [--ops-per-step]
+// --ops-per-step prints the op calls one step of the program makes and exits (for
+// bench/instructions_per_op.py, which divides callgrind's counts by them).
 // Programs: "add" (c = c + b, no autograd), "add_grad" (the same chain from a leaf that requires
 // grad, then backward: forward and backward ops counted), "linear" (relu(Linear 8->8) chain, no grad).
 #include <algorithm>
@@ -42,6 +44,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int64_t n_ops = 200, steps = 200, rounds = 5;
   std::string only, only_mode;
+  bool ops_only = false;
   for (int i = 1; i < argc; ++i) {
     auto num = [&](int64_t& v) { v = i + 1 < argc ? std::atoll(argv[++i]) : v; };
     if (!std::strcmp(argv[i], "--ops")) num(n_ops);
@@ -49,8 +52,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds")) num(rounds);
     else if (!std::strcmp(argv[i], "--program") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) only_mode = argv[++i];
+    else if (!std::strcmp(argv[i], "--ops-per-step")) ops_only = true;
     else {
-      std::fprintf(stderr, "usage: op_costs [--ops N] [--steps S] [--rounds R] [--program add|add_grad|linear] [--mode eager|lazy|coexec]\n");
+      std::fprintf(stderr, "usage: op_costs [--ops N] [--steps S] [--rounds R] [--program add|add_grad|linear] [--mode eager|lazy|coexec] [--ops-per-step]\n");
       return 2;
     }
   }
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
        }},
   };
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
-  std::printf("%-9s %-7s %10s %12s %14s\n", "program", "mode", "wall us/op", "host us/op", "runner us/op");
+  if (!ops_only)
+    std::printf("%-9s %-7s %10s %12s %14s\n", "program", "mode", "wall us/op", "host us/op", "runner us/op");
   for (auto& p : progs) {
     if (!only.empty() && only != p.name) continue;
     p.setup();
@@ -92,6 +97,10 @@ int main(int argc, char** argv) {
       ExecutorScope scope(&ce);
       p.body();
       ops = ce.calls;
+    }
+    if (ops_only) {
+      std::printf("%s %lld\n", p.name, static_cast<long long>(ops));
+      continue;
     }
     struct Run {
       std::unique_ptr<Engine> engine;

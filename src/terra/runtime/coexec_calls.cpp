@@ -123,7 +123,11 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   events_.clear();
   int64_t varied = 0;
-  trace::Node* n = known.node ? cursor_->take(known.node, known.iterate, &events_)
+  // The usual call: the predicted op right after the previous one, on an edge that decides no
+  // switch. Its one event would tell the runner nothing (send_events): none is recorded.
+  const bool quiet_edge = known.node && !known.iterate &&
+                          (regions_.back().quiet || !edge_may_decide(cursor_->position()));
+  trace::Node* n = known.node ? cursor_->take(known.node, known.iterate, quiet_edge ? nullptr : &events_)
                                : cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
   stats_.predicted_calls += known.node != nullptr;
   if (!n) {
@@ -232,7 +236,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 #ifndef NDEBUG
   ring_model_.validate(n->id, seq_, got_, phi_);
 #endif
-  send_events();
+  if (!events_.empty()) send_events();
   if (by_run) {  // the prediction holds: no message (feeds_ keeps defaults only)
     if (!fed && !differs) msg = false;
     if (msg && sg_->phi_predicted[n->id]) phi_last_[n->id].record(step_uid_, phi_);  // as the runner records it

@@ -112,6 +112,8 @@ class Cursor {
   // call's location equal (trace::location_is) takes it with take(); otherwise match() decides.
   Node* predict(const OpDef* op, const Attrs& a, size_t arity, bool* iterate) const;
   Node* take(Node* n, bool iterate, std::vector<Event>* events);
+  // The node the walk stands on (the `from` of the next edge take() records).
+  const Node* position() const { return frames_.back().cur; }
   // Why no successor of the walk's position took the call though one has its op and location
   // (the guard that failed), or "" -- for explain output after match() returned null.
   std::string near_miss(const OpDef* op, const Attrs& a, const Location& l, size_t arity) const;
