@@ -42,7 +42,7 @@ def thread_totals(prefix):
 
 def self_costs(path):
     """{function: exclusive instructions} of one callgrind file."""
-    text = subprocess.run(["callgrind_annotate", "--threshold=100", path], capture_output=True,
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path], capture_output=True,
                           text=True, check=True).stdout
     costs = collections.Counter()
     for line in text.splitlines():

@@ -123,10 +123,11 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   }
   events_.clear();
   int64_t varied = 0;
-  // The usual call: the predicted op right after the previous one, on an edge that decides no
-  // switch. Its one event would tell the runner nothing (send_events): none is recorded.
-  const bool quiet_edge = known.node && !known.iterate &&
-                          (regions_.back().quiet || !edge_may_decide(cursor_->position()));
+  // The usual call: the predicted op right after the previous one on an edge that decides no
+  // switch, or the first op of a loop body's next iteration in a region whose switches need no
+  // Case Select. Its events would tell the runner nothing (send_events): none is recorded.
+  const bool quiet_edge = known.node && (known.iterate ? regions_.back().quiet
+                                                       : regions_.back().quiet || !edge_may_decide(cursor_->position()));
   trace::Node* n = known.node ? cursor_->take(known.node, known.iterate, quiet_edge ? nullptr : &events_)
                                : cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
   stats_.predicted_calls += known.node != nullptr;
