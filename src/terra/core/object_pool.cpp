@@ -136,8 +136,8 @@ void* pool_allocate(size_t bytes) {
 #ifdef TERRA_POOL_PASSTHROUGH
   return ::operator new(bytes);
 #else
-  if (bytes <= kPoolMaxBytes) [[likely]] {
-    const size_t c = class_of(bytes);
+  if (const size_t m = bytes - 1; m < kPoolMaxBytes) [[likely]] {  // 1..kPoolMaxBytes (0 wraps: slow path)
+    const size_t c = m / kGranule;
     Cache& t = this_thread_cache();
     if (FreeNode* p = t.head[c]) [[likely]] {
       t.head[c] = p->next;
@@ -154,8 +154,8 @@ void pool_deallocate(void* p, size_t bytes) {
   ::operator delete(p);
 #else
   if (!p) return;
-  if (bytes <= kPoolMaxBytes) [[likely]] {
-    const size_t c = class_of(bytes);
+  if (const size_t m = bytes - 1; m < kPoolMaxBytes) [[likely]] {
+    const size_t c = m / kGranule;
     Cache& t = this_thread_cache();
     if (t.alive && t.n[c] < 2 * kKeep) [[likely]] {
       FreeNode* node = static_cast<FreeNode*>(p);

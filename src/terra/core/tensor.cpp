@@ -145,10 +145,11 @@ std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t) {
   return c;
 }
 
-const Shape& Tensor::shape() const { return need(impl_.get(), "shape").shape; }
+const TensorImpl& Tensor::undefined(const char* what) {
+  throw std::invalid_argument(std::string("[") + what + "] called on an undefined tensor");
+}
 const Shape& Tensor::strides() const { return need(impl_.get(), "strides").strides; }
 int64_t Tensor::numel() const { return need(impl_.get(), "numel").numel; }
-DType Tensor::dtype() const { return need(impl_.get(), "dtype").dtype; }
 bool Tensor::is_contiguous() const { return need(impl_.get(), "is_contiguous").is_contiguous(); }
 int64_t Tensor::size(int64_t d) const { return shape()[size_t(wrap_dim("size", d, dim()))]; }
 

@@ -78,12 +78,13 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const;
+  // Inline: every op asks its inputs' shape and dtype several times, in every mode.
+  const Shape& shape() const { return impl_ ? impl_->shape : undefined("shape").shape; }
   const Shape& strides() const;
   int64_t dim() const { return int64_t(shape().size()); }
   int64_t size(int64_t d) const;
   int64_t numel() const;
-  DType dtype() const;
+  DType dtype() const { return impl_ ? impl_->dtype : undefined("dtype").dtype; }
   bool is_contiguous() const;
 
   // Fetch points: the host reads the value.
@@ -137,6 +138,7 @@ class Tensor {
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:
+  [[noreturn]] static const TensorImpl& undefined(const char* what);  // throws "[what] called on an undefined tensor"
   std::shared_ptr<TensorImpl> impl_;
 };
 
