@@ -242,14 +242,17 @@ class SmallVector {
     return i;
   }
   // Both expect *this empty (size_ == 0) with whatever buffer it has.
+  // A short vector copies all N slots in one fixed-size copy (a few vector moves, no call to
+  // memcpy): every buffer holds at least N (a heap one only exists past N).
   void copy_from(const SmallVector& o) {
     reserve(o.size_);
-    if (o.size_) std::memcpy(data_, o.data_, o.size_ * sizeof(T));
+    if (o.size_ <= N) std::memcpy(data_, o.data_, N * sizeof(T));
+    else std::memcpy(data_, o.data_, o.size_ * sizeof(T));
     size_ = o.size_;
   }
   void move_from(SmallVector& o) noexcept {
     if (o.is_inline()) {
-      if (o.size_) std::memcpy(inline_, o.inline_, o.size_ * sizeof(T));
+      std::memcpy(inline_, o.inline_, sizeof(inline_));
       size_ = o.size_;
     } else {
       data_ = o.data_;
