@@ -357,8 +357,8 @@ struct StepState {
  private:
   // The drops batched on the host thread, in arrays of its own, copied to the runner's lists in
   // one burst per batch (hand_over). Vectors swapped with the runner's lists came back holding
-  // lines of the runner's core: each push then stalled the host's next locked operation on the
-  // store's miss, about a tenth of the host's time per op.
+  // lines of the runner's core: perf put the pushes' store misses on the host's next locked
+  // operation.
   RingDrop host_ring_[kHostBatch];
   SlotValues* host_dead_[kHostBatch];
   DeadOut host_dead_outs_[kHostBatch];
