@@ -13,7 +13,7 @@ With --base DIR, the same counts from a second build, side by side (its op_costs
 
   /usr/bin/python3 bench/instructions_per_op.py [--build build] [--base DIR] [--program add]
                                                 [--mode coexec] [--steps 100] [--top 0]
-Needs valgrind (Debian: apt-get install valgrind). Takes about a minute per build and program.
+Needs valgrind (Debian: apt-get install valgrind). A few seconds per program, mode and build.
 """
 import argparse
 import collections
