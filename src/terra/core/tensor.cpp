@@ -18,8 +18,12 @@ namespace terra {
 namespace {
 std::atomic<uint64_t> g_next_id{1};
 
+[[noreturn]] void throw_undefined(const char* what) {
+  throw std::invalid_argument(std::string("[") + what + "] called on an undefined tensor");
+}
+
 const TensorImpl& need(const TensorImpl* i, const char* what) {
-  if (!i) throw std::invalid_argument(std::string("[") + what + "] called on an undefined tensor");
+  if (!i) throw_undefined(what);
   return *i;
 }
 }  // namespace
@@ -145,9 +149,7 @@ std::shared_ptr<TensorImpl> host_snapshot(const TensorImpl& t) {
   return c;
 }
 
-const TensorImpl& Tensor::undefined(const char* what) {
-  throw std::invalid_argument(std::string("[") + what + "] called on an undefined tensor");
-}
+const TensorImpl& Tensor::undefined(const char* what) { throw_undefined(what); }
 const Shape& Tensor::strides() const { return need(impl_.get(), "strides").strides; }
 int64_t Tensor::numel() const { return need(impl_.get(), "numel").numel; }
 bool Tensor::is_contiguous() const { return need(impl_.get(), "is_contiguous").is_contiguous(); }

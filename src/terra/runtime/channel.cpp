@@ -149,22 +149,15 @@ bool StepState::ring_drop(const CellSlot& s, uint32_t out, RingDrop& d) const {
   return true;
 }
 
-template <class Append>
-bool StepState::hand_over_with(Append&& append) {
+bool StepState::hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs) {
   std::lock_guard<SpinLock> g(lists_mu);
   if (host_frees_.load(std::memory_order_relaxed)) return false;
-  append();
+  ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
+  dead_.insert(dead_.end(), dead.begin(), dead.end());
+  dead_outs_.insert(dead_outs_.end(), outs.begin(), outs.end());
   ring_drops_n_.store(uint32_t(ring_drops_.size()), std::memory_order_relaxed);
   dead_n_.store(uint32_t(dead_.size() + dead_outs_.size()), std::memory_order_relaxed);
   return true;
-}
-
-bool StepState::hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs) {
-  return hand_over_with([&] {
-    ring_drops_.insert(ring_drops_.end(), ring.begin(), ring.end());
-    dead_.insert(dead_.end(), dead.begin(), dead.end());
-    dead_outs_.insert(dead_outs_.end(), outs.begin(), outs.end());
-  });
 }
 
 // Appends `from` to `to` and empties it; where `to` is empty (the runner took the last batch, the

@@ -370,9 +370,6 @@ struct StepState {
   // Gives the runner these drops under lists_mu; false once it is done with the step (host_frees_):
   // the caller frees the values where they dropped.
   bool hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs);
-  // The same for `append`, which adds to ring_drops_, dead_ and dead_outs_ (both forms above).
-  template <class Append>
-  bool hand_over_with(Append&& append);
   size_t host_batched() const { return host_ring_n_ + host_dead_n_ + host_dead_outs_n_; }
   bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
   void flush_host_drops_slow();

@@ -130,6 +130,9 @@ class CoExecSession {
   bool edge_may_decide(const trace::Node* from) const {
     return from->id >= edge_choices_.size() || edge_choices_[from->id];
   }
+  // An edge from `from` into an op tells the runner nothing: it decides no switch, or the current
+  // region's switches need no Case Select.
+  bool edge_is_silent(const trace::Node* from) const { return regions_.back().quiet || !edge_may_decide(from); }
   std::vector<Hist> hist_;
   std::vector<trace::RecordSource> hist_inputs_;  // one flat array: no allocation per op
   trace::Location loc_;                           // reused by every call (keeps its capacity)

@@ -57,8 +57,7 @@ void CoExecSession::send_events() {
   for (const auto& e : events_)
     silent &= e.kind == trace::Cursor::Event::LoopIterate
                   ? quiet
-                  : e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall &&
-                        (quiet || !edge_may_decide(e.from));
+                  : e.kind == trace::Cursor::Event::Edge && e.to->kind == trace::Node::OpCall && edge_is_silent(e.from);
   if (silent) {
     events_.clear();
     return;
@@ -126,8 +125,8 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
   // The usual call: the predicted op right after the previous one on an edge that decides no
   // switch, or the first op of a loop body's next iteration in a region whose switches need no
   // Case Select. Its events would tell the runner nothing (send_events): none is recorded.
-  const bool quiet_edge = known.node && (known.iterate ? regions_.back().quiet
-                                                       : regions_.back().quiet || !edge_may_decide(cursor_->position()));
+  const bool quiet_edge =
+      known.node && (known.iterate ? regions_.back().quiet : edge_is_silent(cursor_->position()));
   trace::Node* n = known.node ? cursor_->take(known.node, known.iterate, quiet_edge ? nullptr : &events_)
                                : cursor_->match(&op, attrs, loc, in.size(), &events_, &varied);
   stats_.predicted_calls += known.node != nullptr;
