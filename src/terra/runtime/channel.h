@@ -171,7 +171,11 @@ struct StepState {
  public:
   alignas(64) std::atomic<uint64_t> host_pos{0};   // ops the host validated so far (in-place writes wait for it)
   alignas(64) std::atomic<uint64_t> abort_at{~0ull};  // stop once `done` reaches this (fallback)
-  std::atomic<uint64_t> host_waits_for{~0ull};     // the runner notifies once `done` reaches it
+  // The runner notifies once `done` reaches it. Several threads may wait on one step (a value read
+  // on another thread while the host fetches): it holds the lowest target of those waiting
+  // (`waiters`, under mu) and goes back to ~0 only when the last one leaves (wait_step).
+  std::atomic<uint64_t> host_waits_for{~0ull};
+  uint32_t waiters = 0;
   // The runner's channel, woken when the host starts waiting: a runner holding validated ops of a
   // fused segment while it waits for the rest runs them at once. Used under `mu` while !finished.
   Channel* runner = nullptr;
@@ -267,6 +271,8 @@ struct StepState {
       flush_host_drops_slow();
   }
   static constexpr size_t kHostBatch = 8;
+  // The thread that runs the step's program (the others only read or drop its values).
+  bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
 
   StepState() {
     live_.fetch_add(1, std::memory_order_relaxed);
@@ -371,7 +377,6 @@ struct StepState {
   // the caller frees the values where they dropped.
   bool hand_over(std::span<const RingDrop> ring, std::span<SlotValues* const> dead, std::span<const DeadOut> outs);
   size_t host_batched() const { return host_ring_n_ + host_dead_n_ + host_dead_outs_n_; }
-  bool on_host_thread() const { return pthread_equal(pthread_self(), host_thread_); }
   void flush_host_drops_slow();
   static inline std::atomic<int64_t> live_{0};
   static inline std::atomic<uint64_t> tags_{0};

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -28,12 +29,22 @@ void wait_step(StepState& st, uint64_t n) {
   auto t = Clock::now();
   HostWaiting blocked(st.host_waiting.get());
   // Say so first: a runner holding validated ops of a fused segment runs them now, and the runner
-  // signals once it reaches n.
-  st.host_waits_for.store(n);
-  {
-    std::lock_guard<std::mutex> g(st.mu);
-    if (!st.finished && st.runner) st.runner->notify();  // alive: the runner has not finished this step
-  }
+  // signals once it reaches n. Another thread may be waiting on this step too (it reads a value
+  // of it): the lowest target stands until the last of them leaves, else one leaving would
+  // withdraw the other's request and the runner would hold its ops for a host that sleeps.
+  struct Waiter {
+    StepState& st;
+    Waiter(StepState& s, uint64_t n) : st(s) {
+      std::lock_guard<std::mutex> g(st.mu);
+      if (st.waiters++ == 0 || n < st.host_waits_for.load()) st.host_waits_for.store(n);
+      if (!st.finished && st.runner) st.runner->notify();  // alive: the runner has not finished this step
+    }
+    ~Waiter() {
+      std::lock_guard<std::mutex> g(st.mu);
+      if (--st.waiters == 0) st.host_waits_for.store(~0ull);
+    }
+  };
+  std::optional<Waiter> waiter(std::in_place, st, n);
   // Before sleeping, the host lends its core to the runner's loops (lend_core.h), or with one
   // thread spins a little (yielding): the runner is usually a few ops away, and a sleeping host
   // wakes tens of microseconds late.
@@ -51,12 +62,16 @@ void wait_step(StepState& st, uint64_t n) {
     else
       while (!reached()) st.cv.wait_for(g, std::chrono::milliseconds(1));
   }
-  st.host_waits_for.store(~0ull);
+  waiter.reset();
   t_stall += since(t);
   if (st.done.load() < n)
     if (auto err = st.error_before(n)) {
-      st.error_raised = true;
-      if (!st.host_ended) st.rewind_random();  // still inside that step: nothing later drew numbers
+      // Raised on another thread, the error still reaches the host's program at the step's end,
+      // and only the host's own numbers go back (its generator and key list are its own).
+      if (st.on_host_thread()) {
+        st.error_raised = true;
+        if (!st.host_ended) st.rewind_random();  // still inside that step: nothing later drew numbers
+      }
       std::rethrow_exception(err);
     }
 }
