@@ -8,9 +8,12 @@
 #include "terra/core/object_pool.h"
 #include "terra/core/random.h"
 
+#include <condition_variable>
 #include <cstring>
 #include <stdexcept>
 #include <typeinfo>
+#include <unordered_set>
+#include <utility>
 
 namespace terra::runtime {
 namespace {
@@ -18,15 +21,14 @@ namespace {
 struct LazyPending final : PendingValue {
   LazyExec* exec;
   uint64_t batch;
-  std::shared_ptr<ValueCell> cell;
+  std::shared_ptr<LazyCell> cell;
   uint32_t out;
   int32_t entry;
-  LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<ValueCell> c, uint32_t o, int32_t i)
+  LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<LazyCell> c, uint32_t o, int32_t i)
       : exec(e), batch(b), cell(std::move(c)), out(o), entry(i) {}
   void materialize(TensorImpl& t) override {
-    // Cells of a batch that ran hold values or an error, so `exec` is only used while it owes
-    // this value (an engine's destruction runs its last barrier first).
-    if (cell->values.empty() && !cell->error && exec->batch() == batch) exec->barrier();
+    // A cell that is not ready is owed by a live engine (its destruction runs its last barrier).
+    if (!cell->ready.load(std::memory_order_acquire)) LazyExec::compute(exec, batch, *cell);
     if (cell->error) std::rethrow_exception(cell->error);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
@@ -38,25 +40,77 @@ struct LazyPending final : PendingValue {
   }
 };
 
+// The live engines, so that a thread reading a value owed by an engine being destroyed on another
+// thread never touches it after its end (LazyExec::compute pins it).
+// Never destroyed: an engine kept in a static may end after this file's statics.
+struct Live {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_set<const LazyExec*> engines;
+};
+Live& live() {
+  static Live* l = new Live;
+  return *l;
+}
+
 uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
 }  // namespace
 
+LazyExec::LazyExec(Stats& stats) : stats_(stats) {
+  std::lock_guard<std::mutex> g(live().mu);
+  live().engines.insert(this);
+}
+
+LazyExec::~LazyExec() {
+  barrier(/*raise=*/false);
+  std::unique_lock<std::mutex> g(live().mu);
+  live().engines.erase(this);
+  live().cv.wait(g, [&] { return pins_ == 0; });  // a reader inside compute finds its cell ready
+}
+
+void LazyExec::compute(LazyExec* exec, uint64_t batch, const LazyCell& cell) {
+  {
+    // A destroyed engine made every cell ready before leaving the set: checked under the lock,
+    // not ready means `exec` is the live engine that owes it.
+    std::lock_guard<std::mutex> g(live().mu);
+    if (cell.ready.load(std::memory_order_acquire) || !live().engines.count(exec)) return;
+    exec->pins_++;
+  }
+  struct Unpin {
+    LazyExec* e;
+    ~Unpin() {
+      std::lock_guard<std::mutex> g(live().mu);
+      if (--e->pins_ == 0) live().cv.notify_all();
+    }
+  } unpin{exec};
+  std::lock_guard<std::mutex> g(exec->mu_);
+  if (cell.ready.load(std::memory_order_acquire) || exec->batch_ != batch) return;
+  if (std::this_thread::get_id() == exec->owner_) {
+    exec->barrier_locked(/*raise=*/true);  // as a fetch: the batch's error is raised at the read
+    return;
+  }
+  // Another thread: the error (if any) reaches that thread through the cells it reads, and the
+  // engine's program at its next barrier, as eager's would at the failing call.
+  exec->barrier_locked(/*raise=*/false);
+}
+
 TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                          TensorMetas& meta, PhiloxKey rng) {
+  std::lock_guard<std::mutex> g(mu_);
   if (op.has(kStateful)) {
-    barrier();
+    barrier_locked(true);
     return execute_eager(op, in, attrs, meta, rng);
   }
   if (runs_on_host(op, in, attrs)) {  // into NumPy's memory: at the call, after what precedes it
-    if (op.has(kInplace)) barrier();
+    if (op.has(kInplace)) barrier_locked(true);
     return execute_eager(op, in, attrs, meta, rng);
   }
   Batch& b = pending_;
   const uint32_t first = uint32_t(b.inputs.size());
   const int32_t idx = int32_t(b.entries.size());
   // The entry's metas are copied before placeholder_outputs moves the shapes out of `meta`.
-  Entry e{&op, attrs, first, uint32_t(in.size()), rng, make_pooled<ValueCell>(), meta};
+  Entry e{&op, attrs, first, uint32_t(in.size()), rng, make_pooled<LazyCell>(), meta};
   TensorList out;
   try {
     b.inputs.insert(b.inputs.end(), in.begin(), in.end());
@@ -117,6 +171,12 @@ uint64_t LazyExec::canonical_hash(const Batch& b) {
 }
 
 void LazyExec::barrier(bool raise) {
+  std::lock_guard<std::mutex> g(mu_);
+  barrier_locked(raise);
+}
+
+void LazyExec::barrier_locked(bool raise) {
+  if (raise && owed_error_) std::rethrow_exception(std::exchange(owed_error_, nullptr));
   if (pending_.entries.empty()) return;
   Batch work;
   std::swap(work, pending_);
@@ -166,11 +226,14 @@ void LazyExec::barrier(bool raise) {
         break;
       }
     for (; k < work.entries.size(); ++k) work.entries[k].cell->error = err;
+    for (const Entry& e : work.entries) e.cell->ready.store(true, std::memory_order_release);
     work.clear();
     std::swap(spare_, work);
     if (raise) throw;
+    if (std::this_thread::get_id() != owner_) owed_error_ = err;
     return;
   }
+  for (const Entry& e : work.entries) e.cell->ready.store(true, std::memory_order_release);
   work.clear();
   std::swap(spare_, work);
 }

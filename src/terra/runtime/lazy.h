@@ -8,7 +8,10 @@
 // eager's does. Recording allocates nothing per op in steady state beyond the placeholders: the
 // batch's inputs live in flat arrays that keep their capacity from one barrier to the next.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -19,20 +22,28 @@
 
 namespace terra::runtime {
 
+// A lazy op call's outputs, shared by its placeholders; `ready` once its batch ran (values or error).
+struct LazyCell : ValueCell {
+  std::atomic<bool> ready{false};
+};
+
 class LazyExec : public Executor {
  public:
-  explicit LazyExec(Stats& stats) : stats_(stats) {}
-  ~LazyExec() { barrier(/*raise=*/false); }  // placeholders may outlive the engine: none stays owed
+  explicit LazyExec(Stats& stats);
+  ~LazyExec();  // runs what is owed: placeholders may outlive the engine
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                  TensorMetas& meta, PhiloxKey rng) override;
   void on_fetch(const Tensor& t) override;
   // Evaluates everything pending, in program order. An op that fails stops it there, as eager
   // stops at that op: its cell and every later one carry the error (reading them re-raises it);
-  // `raise` rethrows it here too.
+  // `raise` rethrows it here too (and an error a barrier run on another thread found).
   void barrier(bool raise = true);
-  uint64_t batch() const { return batch_; }
+  // Makes `cell` (of batch `batch` of `exec`) ready, on any thread: a value read on another thread
+  // than the engine's runs the barrier there, under the engine's lock (the engine may be gone).
+  static void compute(LazyExec* exec, uint64_t batch, const LazyCell& cell);
 
  private:
+  void barrier_locked(bool raise);
   struct Ref {  // an input: output `out` of pending entry `entry`, or an outside tensor (entry -1)
     int32_t entry = -1;
     uint32_t out = 0;
@@ -43,7 +54,7 @@ class LazyExec : public Executor {
     Attrs attrs;
     uint32_t in_first = 0, n_in = 0;  // its input slots: Batch::inputs / refs [in_first, in_first + n_in)
     PhiloxKey rng;
-    std::shared_ptr<ValueCell> cell;
+    std::shared_ptr<LazyCell> cell;
     TensorMetas meta;  // the outputs as inferred at the call: the barrier does not infer again
     DType out_dtype() const { return meta.empty() ? DType::Float32 : meta[0].dtype; }
   };
@@ -102,6 +113,13 @@ class LazyExec : public Executor {
   size_t run_planned(Batch& b, const Block& block, size_t k, FusedRun& p);
 
   Stats& stats_;
+  // Taken by the engine's thread per call and barrier, and by another thread that reads a value
+  // still owed (compute): recording and barriers never overlap. Uncontended in a program that
+  // reads its values on one thread.
+  std::mutex mu_;
+  const std::thread::id owner_ = std::this_thread::get_id();
+  std::exception_ptr owed_error_;  // found by a barrier run on another thread, raised at the next one here
+  uint32_t pins_ = 0;              // threads inside compute for this engine (guarded by the registry's lock)
   Batch pending_;
   Batch spare_;  // the last batch, emptied: its capacity serves the next
   uint64_t batch_ = 0;
