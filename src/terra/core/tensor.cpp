@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -62,11 +63,25 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
+// Locks for the first read of a pending tensor, by address: held only while a value that
+// exists is installed, never while waiting for one (the waiter could be holding up a runner that
+// needs the thread blocked on the lock).
+static std::mutex& install_lock(const TensorImpl* t) {
+  static std::mutex locks[64];
+  return locks[(reinterpret_cast<uintptr_t>(t) >> 6) % 64];
+}
+
 void* TensorImpl::data_slow() {
   if (!has_data()) {
-    if (pending) {
-      auto p = pending;  // materialize may reset `pending`
-      p->materialize(*this);
+    std::shared_ptr<PendingValue> p;
+    {
+      std::lock_guard<std::mutex> g(install_lock(this));
+      if (!has_data()) p = pending;  // another thread's materialize resets `pending` under the lock
+    }
+    if (p) {
+      p->wait(*this);
+      std::lock_guard<std::mutex> g(install_lock(this));
+      if (!has_data() && pending == p) p->materialize(*this);
     }
     if (!has_data() && numel != 0)
       throw std::runtime_error("[tensor] value of shape " + shape_str(shape) + " is not available");

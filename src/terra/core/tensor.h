@@ -16,9 +16,14 @@ struct Node;
 struct TensorImpl;
 
 // Produces a tensor's value later: the lazy graph or the GraphRunner implements it.
+// Two threads may read one tensor first at once: each waits for the value (wait, no lock held),
+// then one installs it (materialize) under the tensor's lock (TensorImpl::data_slow).
 struct PendingValue {
   virtual ~PendingValue() = default;
-  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe.
+  // Blocks until the value exists (or raises its error); touches no field of `t`.
+  virtual void wait(const TensorImpl& t) { (void)t; }
+  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe, storage
+  // written last (a reader that sees it skips the lock).
   virtual void materialize(TensorImpl& t) = 0;
 };
 

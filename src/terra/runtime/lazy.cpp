@@ -26,16 +26,20 @@ struct LazyPending final : PendingValue {
   int32_t entry;
   LazyPending(LazyExec* e, uint64_t b, std::shared_ptr<LazyCell> c, uint32_t o, int32_t i)
       : exec(e), batch(b), cell(std::move(c)), out(o), entry(i) {}
-  void materialize(TensorImpl& t) override {
+  void wait(const TensorImpl&) override {
     // A cell that is not ready is owed by a live engine (its destruction runs its last barrier).
     if (!cell->ready.load(std::memory_order_acquire)) LazyExec::compute(exec, batch, *cell);
+  }
+  void materialize(TensorImpl& t) override {
+    wait(t);  // (ready: data_slow waited)
     if (cell->error) std::rethrow_exception(cell->error);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
     const TensorImpl& v = *cell->values[out].impl();
-    t.storage = v.storage;
     t.strides = v.strides;
     t.offset = v.offset;
+    std::atomic_thread_fence(std::memory_order_release);  // the layout before the storage
+    t.storage = v.storage;
     t.pending.reset();  // may destroy *this
   }
 };

@@ -70,13 +70,16 @@ struct SkelPending : PendingValue, SlotLink {
     slot = nullptr;
     return true;
   }
-  void materialize(TensorImpl& t) override {
+  void wait(const TensorImpl&) override {
     std::shared_ptr<StepState> st;
     {
       std::lock_guard<SpinLock> g(mu);
       if (!settled.defined()) st = step;  // kept alive through the wait, even if released meanwhile
     }
     if (st) wait_step(*st, seq + 1);
+  }
+  void materialize(TensorImpl& t) override {
+    wait(t);  // (done: data_slow waited)
     std::unique_lock<SpinLock> g(mu);  // unsettled here means unreleased: the slot holds the value
     const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
     if (!v) {
@@ -93,9 +96,10 @@ struct SkelPending : PendingValue, SlotLink {
       v = cell.values[out].impl();
       slot->pinned.store(true, std::memory_order_release);  // `t` names the value from here on
     }
-    t.storage = v->storage;
     t.strides = v->strides;
     t.offset = v->offset;
+    std::atomic_thread_fence(std::memory_order_release);  // the layout before the storage
+    t.storage = v->storage;
     g.unlock();
     t.pending.reset();  // may destroy *this: nothing below
   }
