@@ -74,14 +74,14 @@ static std::mutex& install_lock(const TensorImpl* t) {
 void* TensorImpl::data_slow() {
   if (!has_data()) {
     std::shared_ptr<PendingValue> p;
-    {
+    if (awaiting.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> g(install_lock(this));
-      if (!has_data()) p = pending;  // another thread's materialize resets `pending` under the lock
+      if (awaiting.load(std::memory_order_relaxed)) p = pending;  // another thread's install resets it under the lock
     }
     if (p) {
       p->wait(*this);
       std::lock_guard<std::mutex> g(install_lock(this));
-      if (!has_data() && pending == p) p->materialize(*this);
+      if (awaiting.load(std::memory_order_relaxed) && pending == p) p->materialize(*this);
     }
     if (!has_data() && numel != 0)
       throw std::runtime_error("[tensor] value of shape " + shape_str(shape) + " is not available");
@@ -262,12 +262,17 @@ Tensor Tensor::detach() const {
   const TensorImpl& s = need(impl_.get(), "detach");
   auto d = make_pooled<TensorImpl>();
   d->shape = s.shape;
-  d->strides = s.strides;
-  d->offset = s.offset;
   d->numel = s.numel;
   d->dtype = s.dtype;
-  d->storage = s.storage;
-  d->pending = s.pending;
+  {
+    // A pending value: read as one with its layout, not while another thread installs it.
+    std::unique_lock<std::mutex> g;
+    if (s.awaiting.load(std::memory_order_acquire)) g = std::unique_lock<std::mutex>(install_lock(&s));
+    d->strides = s.strides;
+    d->offset = s.offset;
+    d->storage = s.storage;
+    if (s.awaiting.load(std::memory_order_relaxed)) d->set_pending(s.pending);
+  }
   d->base = s.base;  // not impl_: a saved output's alias must not own the output (a cycle through grad_fn)
   d->alias_of = impl_;
   d->trace_step = s.trace_step;  // same value: graph modes see the same producer

@@ -1,5 +1,6 @@
 // Tensor: a cheap handle to a shared TensorImpl (shape, strides, dtype, storage, autograd state).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,8 +23,8 @@ struct PendingValue {
   virtual ~PendingValue() = default;
   // Blocks until the value exists (or raises its error); touches no field of `t`.
   virtual void wait(const TensorImpl& t) { (void)t; }
-  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe, storage
-  // written last (a reader that sees it skips the lock).
+  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe, then
+  // call t.installed().
   virtual void materialize(TensorImpl& t) = 0;
 };
 
@@ -44,6 +45,10 @@ struct TensorImpl {
   std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
   bool requires_grad = false;
+  // Set while `pending` owes the value; cleared (release) once it is installed. Another thread may
+  // install it meanwhile (data_slow): readers check this first, so they see storage, strides and
+  // offset as written before the clear, and never read a storage being replaced.
+  std::atomic<bool> awaiting{false};
 
   Shape shape;
   Shape strides;
@@ -62,13 +67,23 @@ struct TensorImpl {
   TensorImpl();
 
   bool is_contiguous() const;
-  bool has_data() const { return storage && storage->data; }
+  bool has_data() const { return !awaiting.load(std::memory_order_acquire) && storage && storage->data; }
   // Element 0's address; materializes a pending value first (no fetch-point bookkeeping).
   // Inline for the common case (kernels call it per operand, per op); the rest is data_slow().
   void* data() {
-    if (storage && storage->data) [[likely]]
+    if (has_data()) [[likely]]
       return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
     return data_slow();
+  }
+  // A graph mode's placeholder: `p` owes the value (the tensor is not shared yet).
+  void set_pending(std::shared_ptr<PendingValue> p) {
+    pending = std::move(p);
+    awaiting.store(true, std::memory_order_relaxed);
+  }
+  // materialize's last step, the layout and storage in place: readers take the value from here.
+  void installed() {
+    awaiting.store(false, std::memory_order_release);
+    pending.reset();  // may destroy the caller's pending value: nothing after this in materialize
   }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }

@@ -38,9 +38,8 @@ struct LazyPending final : PendingValue {
     const TensorImpl& v = *cell->values[out].impl();
     t.strides = v.strides;
     t.offset = v.offset;
-    std::atomic_thread_fence(std::memory_order_release);  // the layout before the storage
     t.storage = v.storage;
-    t.pending.reset();  // may destroy *this
+    t.installed();  // may destroy *this
   }
 };
 
@@ -88,7 +87,7 @@ void LazyExec::compute(LazyExec* exec, uint64_t batch, const LazyCell& cell) {
       if (--e->pins_ == 0) live().cv.notify_all();
     }
   } unpin{exec};
-  std::lock_guard<std::mutex> g(exec->mu_);
+  std::lock_guard<SpinLock> g(exec->mu_);
   if (cell.ready.load(std::memory_order_acquire) || exec->batch_ != batch) return;
   if (std::this_thread::get_id() == exec->owner_) {
     exec->barrier_locked(/*raise=*/true);  // as a fetch: the batch's error is raised at the read
@@ -101,7 +100,7 @@ void LazyExec::compute(LazyExec* exec, uint64_t batch, const LazyCell& cell) {
 
 TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                          TensorMetas& meta, PhiloxKey rng) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   if (op.has(kStateful)) {
     barrier_locked(true);
     return execute_eager(op, in, attrs, meta, rng);
@@ -134,7 +133,7 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
     // the pending value's reference count as the number of tensors sharing the value.
     out = placeholder_outputs(op, in, attrs, meta, [&](TensorImpl& t, uint32_t k, bool storage_too) {
       if (storage_too) t.storage = make_pooled<Storage>();  // no data: carries the version counter
-      t.pending = make_pooled<LazyPending>(this, batch_, e.cell, k, idx);
+      t.set_pending(make_pooled<LazyPending>(this, batch_, e.cell, k, idx));
     });
     b.entries.push_back(std::move(e));
   } catch (...) {  // nothing of this call stays recorded
@@ -175,7 +174,7 @@ uint64_t LazyExec::canonical_hash(const Batch& b) {
 }
 
 void LazyExec::barrier(bool raise) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   barrier_locked(raise);
 }
 

@@ -114,9 +114,9 @@ class LazyExec : public Executor {
 
   Stats& stats_;
   // Taken by the engine's thread per call and barrier, and by another thread that reads a value
-  // still owed (compute): recording and barriers never overlap. Uncontended in a program that
-  // reads its values on one thread.
-  std::mutex mu_;
+  // still owed (compute): recording and barriers never overlap. A spin lock: one locked operation
+  // per call, and contended only while another thread runs a barrier (the waiter yields).
+  SpinLock mu_;
   const std::thread::id owner_ = std::this_thread::get_id();
   std::exception_ptr owed_error_;  // found by a barrier run on another thread, raised at the next one here
   uint32_t pins_ = 0;              // threads inside compute for this engine (guarded by the registry's lock)

@@ -50,11 +50,11 @@ struct PendingStorage final : Storage {
 template <class P, class... A>
 void set_pending(TensorImpl& t, bool storage_too, A&&... a) {
   if (!storage_too) {
-    t.pending = make_pooled<P>(std::forward<A>(a)...);
+    t.set_pending(make_pooled<P>(std::forward<A>(a)...));
     return;
   }
   auto block = make_pooled<PendingStorage<P>>(std::forward<A>(a)...);
-  t.pending = std::shared_ptr<PendingValue>(block, &block->value);
+  t.set_pending(std::shared_ptr<PendingValue>(block, &block->value));
   t.storage = std::move(block);
 }
 

@@ -98,10 +98,9 @@ struct SkelPending : PendingValue, SlotLink {
     }
     t.strides = v->strides;
     t.offset = v->offset;
-    std::atomic_thread_fence(std::memory_order_release);  // the layout before the storage
     t.storage = v->storage;
     g.unlock();
-    t.pending.reset();  // may destroy *this: nothing below
+    t.installed();  // may destroy *this: nothing below
   }
 };
 
