@@ -223,7 +223,10 @@ void LazyExec::barrier_locked(bool raise) {
     std::exception_ptr err = std::current_exception();
     in.clear();
     // Eager stopped at entry k: the random numbers reserved for later entries were never drawn.
-    for (size_t j = k + 1; j < work.entries.size(); ++j)
+    // Not from another thread's read: the engine's program may be reserving numbers meanwhile,
+    // and learns of the error only at its next barrier.
+    const bool own = std::this_thread::get_id() == owner_;
+    for (size_t j = k + 1; own && j < work.entries.size(); ++j)
       if (work.entries[j].op->has(kRandom)) {
         set_generator_state({work.entries[j].rng.seed, work.entries[j].rng.offset});
         break;
@@ -233,7 +236,7 @@ void LazyExec::barrier_locked(bool raise) {
     work.clear();
     std::swap(spare_, work);
     if (raise) throw;
-    if (std::this_thread::get_id() != owner_) owed_error_ = err;
+    if (!own) owed_error_ = err;
     return;
   }
   for (const Entry& e : work.entries) e.cell->ready.store(true, std::memory_order_release);
