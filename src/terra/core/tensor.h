@@ -23,8 +23,8 @@ struct PendingValue {
   virtual ~PendingValue() = default;
   // Blocks until the value exists (or raises its error); touches no field of `t`.
   virtual void wait(const TensorImpl& t) { (void)t; }
-  // Must leave t.storage holding data laid out as t.shape/t.strides/t.offset describe, then
-  // call t.installed().
+  // Called after wait(), under the tensor's lock: must leave t.storage holding data laid out as
+  // t.shape/t.strides/t.offset describe, then call t.installed().
   virtual void materialize(TensorImpl& t) = 0;
 };
 

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -44,14 +43,14 @@ void wait_step(StepState& st, uint64_t n) {
       if (--st.waiters == 0) st.host_waits_for.store(~0ull);
     }
   };
-  std::optional<Waiter> waiter(std::in_place, st, n);
-  // Before sleeping, the host lends its core to the runner's loops (lend_core.h), or with one
-  // thread spins a little (yielding): the runner is usually a few ops away, and a sleeping host
-  // wakes tens of microseconds late.
-  auto ready = [&] { return st.done.load(std::memory_order_acquire) >= n || st.finished.load(std::memory_order_acquire); };
-  if (num_threads() > 1) lend_core_while(ready);
-  else spin_until(ready, 64);
   {
+    const Waiter waiting(st, n);
+    // Before sleeping, the host lends its core to the runner's loops (lend_core.h), or with one
+    // thread spins a little (yielding): the runner is usually a few ops away, and a sleeping host
+    // wakes tens of microseconds late.
+    auto ready = [&] { return st.done.load(std::memory_order_acquire) >= n || st.finished.load(std::memory_order_acquire); };
+    if (num_threads() > 1) lend_core_while(ready);
+    else spin_until(ready, 64);
     // The runner stores `done` with only a compiler fence where membarrier works (advance): make
     // it fence now, so that either the check below sees its store or its next load sees
     // host_waits_for and it notifies. If the kernel refuses, sleep a millisecond at a time.
@@ -61,8 +60,7 @@ void wait_step(StepState& st, uint64_t n) {
     if (fenced) st.cv.wait(g, reached);
     else
       while (!reached()) st.cv.wait_for(g, std::chrono::milliseconds(1));
-  }
-  waiter.reset();
+  }  // (g unlocks before ~Waiter locks mu)
   t_stall += since(t);
   if (st.done.load() < n)
     if (auto err = st.error_before(n)) {

@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <typeinfo>
 #include <unordered_set>
@@ -30,8 +31,7 @@ struct LazyPending final : PendingValue {
     // A cell that is not ready is owed by a live engine (its destruction runs its last barrier).
     if (!cell->ready.load(std::memory_order_acquire)) LazyExec::compute(exec, batch, *cell);
   }
-  void materialize(TensorImpl& t) override {
-    wait(t);  // (ready: data_slow waited)
+  void materialize(TensorImpl& t) override {  // after wait(): the cell is ready
     if (cell->error) std::rethrow_exception(cell->error);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");

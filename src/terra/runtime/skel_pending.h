@@ -78,8 +78,7 @@ struct SkelPending : PendingValue, SlotLink {
     }
     if (st) wait_step(*st, seq + 1);
   }
-  void materialize(TensorImpl& t) override {
-    wait(t);  // (done: data_slow waited)
+  void materialize(TensorImpl& t) override {  // after wait(): the op ran, or its step ended
     std::unique_lock<SpinLock> g(mu);  // unsettled here means unreleased: the slot holds the value
     const TensorImpl* v = settled.defined() ? settled.impl() : nullptr;
     if (!v) {
