@@ -13,7 +13,7 @@ namespace terra::bench {
 class CountingExec : public Executor {
  public:
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                 TensorMetas& meta, PhiloxKey rng) override {
+                 const TensorMetas& meta, PhiloxKey rng) override {
     ++calls;
     return execute_eager(op, in, attrs, meta, rng);
   }

@@ -7,7 +7,7 @@ twice, for S and 2S steps (one round each); the difference divided by S steps' o
 steady-state cost of an op, without start-up, tracing and graph generation. The main thread is the
 program's (co-execution's host); the busiest other thread is reported as the runner.
 With --top N, the N functions whose own (exclusive) count changed most between the runs, per op,
-on the main thread (needs callgrind_annotate; a build with -g names inlined callees' lines).
+on the main thread, or with --top-thread runner on the runner (needs callgrind_annotate; a build with -g names inlined callees' lines).
 With --base DIR, the same counts from a second build, side by side (its op_costs may predate
 --ops-per-step: the op counts come from --build).
 
@@ -61,7 +61,7 @@ def ops_per_step(build, program):
     return int(out.split()[1])
 
 
-def measure(build, program, mode, ops, steps, top, workdir):
+def measure(build, program, mode, ops, steps, top, workdir, top_thread="host"):
     binary = os.path.join(build, "op_costs")
     runs = {}
     for s in (steps, 2 * steps):
@@ -75,9 +75,11 @@ def measure(build, program, mode, ops, steps, top, workdir):
     per_thread = {t: (b.get(t, 0) - a.get(t, 0)) / n for t in set(a) | set(b)}
     host = per_thread.pop(1, 0.0)
     runner = max(per_thread.values(), default=0.0)
+    runner_thread = max(per_thread, key=per_thread.get, default=1)
     result = {"ops": ops, "host": host, "runner": runner, "other": sum(per_thread.values()) - runner}
     if top:
-        ca, cb = self_costs(runs[steps] + "-01"), self_costs(runs[2 * steps] + "-01")
+        suffix = "-%02d" % (1 if top_thread == "host" else runner_thread)
+        ca, cb = self_costs(runs[steps] + suffix), self_costs(runs[2 * steps] + suffix)
         diff = {k: (cb[k] - ca[k]) / n for k in set(ca) | set(cb)}
         result["top"] = sorted(diff.items(), key=lambda kv: -abs(kv[1]))[:top]
     return result
@@ -91,6 +93,8 @@ def main():
     ap.add_argument("--mode", default="coexec", help="eager, lazy or coexec (comma-separated)")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--top", type=int, default=0)
+    ap.add_argument("--top-thread", default="host", choices=["host", "runner"],
+                    help="whose functions --top lists: the main thread's or the runner's")
     args = ap.parse_args()
     builds = [args.build] + ([args.base] if args.base else [])
     print("instructions per op call (callgrind, %d minus %d steps)" % (2 * args.steps, args.steps))
@@ -100,7 +104,7 @@ def main():
             ops = ops_per_step(args.build, program)  # (a base build older than --ops-per-step runs the same programs)
             for mode in args.mode.split(","):
                 for build in builds:
-                    r = measure(build, program, mode, ops, args.steps, args.top, workdir)
+                    r = measure(build, program, mode, ops, args.steps, args.top, workdir, args.top_thread)
                     print("%-9s %-7s %-24s %5d %10.0f %10.0f %10.0f" % (program, mode, build[-24:], r["ops"], r["host"],
                                                                         r["runner"], r["other"]))
                     for name, v in r.get("top", []):

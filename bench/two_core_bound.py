@@ -25,6 +25,8 @@ chunk; where it sleeps instead, the bound comes out higher, never lower).
   bench/two_core_bound.py [--python] [--programs a,b|all] [--steps N] [--quick] [--threads T]
   (C++: <build>/terra-bench --child P:eager; --python: terra.programs.run(P, "eager", N) in a child, with
    PYTHONPATH=<build>/python). Needs perf (Debian's linux-perf).
+  Two more programs, never in "all": `mlp`, issue #9's 4-layer MLP (<build>/mlp_modes --modes eager),
+  and `pyloop`, issue #9's Python loop at width 128 (bench/python_loop.py --modes eager).
 """
 import argparse
 import collections
@@ -94,7 +96,15 @@ def main():
     for p in progs:
         counts = []
         for n in (args.steps, 2 * args.steps):
-            if args.python:
+            if p == "mlp":
+                cmd = [os.path.join(args.build, "mlp_modes"), "--modes", "eager", "--rounds", "1", "--steps", str(n)] + \
+                      (["--threads", str(args.threads)] if args.threads else [])
+            elif p == "pyloop":
+                env["PYTHONPATH"] = os.path.join(args.build, "python") + os.pathsep + os.environ.get("PYTHONPATH", "")
+                cmd = [sys.executable, os.path.join(ROOT, "bench", "python_loop.py"), "--widths", "128", "--modes", "eager",
+                       "--rounds", "1", "--steps", str(n), "--no-micro"] + \
+                      (["--threads", str(args.threads)] if args.threads else [])
+            elif args.python:
                 cmd = [sys.executable, "-c", "import sys, terra; terra.set_num_threads(int(sys.argv[4])) "
                        "if int(sys.argv[4]) else None; from terra.programs import run; "
                        "run(sys.argv[1], 'eager', int(sys.argv[2]), sys.argv[3] == '1', 0)",

@@ -220,17 +220,17 @@ void provider(trace::Location& out) {
 // provider's location compared with `expected` instead of captured (trace::location_is): the C++
 // part frame by frame, then the Python pairs. Called from trace::location_is, one frame less deep
 // than cpp_frames. False where it cannot compare cheaply (without the GIL, or before 3.11).
-__attribute__((noinline)) bool matcher(const trace::Location& expected) {
+__attribute__((noinline)) bool matcher(const trace::Location& expected, int skip) {
   const bool python = g_step_frame != nullptr;
   if (python && _PyThreadState_UncheckedGet() != g_step_tstate) return false;
   auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
-  for (int skip = 0; skip < 2 && fp; ++skip) fp = reinterpret_cast<uintptr_t*>(fp[0]);
+  for (int k = 0; k < 2 && fp; ++k) fp = reinterpret_cast<uintptr_t*>(fp[0]);
   const uintptr_t* e = expected.frames.data();
   const size_t size = expected.frames.size();
   if (!python)
     return trace::walk_matches(fp, static_cast<const uintptr_t*>(trace::step_base()), kMaxCppFrames, e, size,
-                               [](uintptr_t) { return false; }) == ptrdiff_t(size);
-  const ptrdiff_t cpp = trace::walk_matches(fp, nullptr, kMaxCppFrames, e, size, &in_interpreter);
+                               [](uintptr_t) { return false; }, size_t(skip)) == ptrdiff_t(size);
+  const ptrdiff_t cpp = trace::walk_matches(fp, nullptr, kMaxCppFrames, e, size, &in_interpreter, size_t(skip));
   if (cpp < 0) return false;
 #if TERRA_PY_IFRAME
   size_t i = size_t(cpp) + 1;  // past the 0

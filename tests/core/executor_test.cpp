@@ -9,7 +9,7 @@ namespace terra {
 namespace {
 
 struct NullExecutor : Executor {
-  TensorList run(const OpDef&, std::span<const Tensor>, const Attrs&, TensorMetas&,
+  TensorList run(const OpDef&, std::span<const Tensor>, const Attrs&, const TensorMetas&,
                  PhiloxKey) override {
     return {};
   }

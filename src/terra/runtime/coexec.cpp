@@ -78,7 +78,7 @@ class CoExecSession::TracingExec : public Executor {
  public:
   explicit TracingExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                 TensorMetas& meta, PhiloxKey rng) override {
+                 const TensorMetas& meta, PhiloxKey rng) override {
     trace::Location loc;
     trace::capture_location(loc);
     return s_.trace_call(op, in, attrs, meta, rng, loc);
@@ -96,21 +96,74 @@ class CoExecSession::TracingExec : public Executor {
 class CoExecSession::SkeletonExec : public Executor {
  public:
   explicit SkeletonExec(CoExecSession& s) : s_(s) {}
-  TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                 TensorMetas& meta, PhiloxKey rng) override {
-    // The call the graph predicts here, if its location is that node's: compared frame by frame,
-    // never captured or hashed (the usual call of a known path).
+  // The call the graph predicts here, if its location is that node's: compared frame by frame,
+  // never captured or hashed (the usual call of a known path). Asked before inference: with the
+  // inputs shaped as at the node's last call, its outputs' metas are that call's.
+  const TensorMetas* known_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs) override {
     bool iterate = false;
+    trace::Node* n = s_.cursor_->predict(&op, attrs, in.size(), &iterate);
+    if (n && !trace::location_is(n->loc, 1)) n = nullptr;  // (called from dispatch, one site before run)
+    call_ = {&op, in.data(), n, iterate, nullptr};
+    // A view's inference also checks strides and offsets: it runs every time.
+    if (n && !op.has(kView) && !op.has(kInplace)) call_.metas = s_.known_metas(n->id, op, in);
+    return call_.metas;
+  }
+  TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
+                 const TensorMetas& meta, PhiloxKey rng) override {
+    const Call c = std::exchange(call_, Call{});
+    if (c.op == &op && c.in == in.data()) {  // dispatch asked known_outputs for this very call
+      if (!c.node) {
+        trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
+        return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
+      }
+      if (!c.metas && !op.has(kView) && !op.has(kInplace)) s_.keep_metas(c.node->id, op, in, meta);
+      return s_.skeleton_call(op, in, attrs, meta, rng, c.node->loc, {c.node, c.iterate});
+    }
+    bool iterate = false;  // (every dispatch asks first; kept for a caller that does not)
     if (trace::Node* n = s_.cursor_->predict(&op, attrs, in.size(), &iterate); n && trace::location_is(n->loc))
       return s_.skeleton_call(op, in, attrs, meta, rng, n->loc, {n, iterate});
-    trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
+    trace::capture_location(s_.loc_);
     return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
   }
   void on_fetch(const Tensor& t) override { s_.on_fetch(t); }
 
  private:
   CoExecSession& s_;
+  struct Call {  // what known_outputs found for the call dispatch runs next
+    const OpDef* op = nullptr;
+    const Tensor* in = nullptr;
+    trace::Node* node = nullptr;  // predicted, its location checked
+    bool iterate = false;
+    const TensorMetas* metas = nullptr;  // the node's kept metas, handed to dispatch
+  };
+  Call call_;
 };
+
+const TensorMetas* CoExecSession::known_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in) const {
+  if (node >= known_metas_.size()) return nullptr;
+  const KnownMetas& k = known_metas_[node];
+  const size_t n = in.size();
+  if (k.op != &op || k.in.size() != n) return nullptr;
+  const TensorMeta* m = k.in.data();
+  for (size_t i = 0; i < n; ++i) {
+    const TensorImpl& t = *in[i].impl();
+    const size_t r = t.shape.size();
+    if (t.dtype != m[i].dtype || r != m[i].shape.size()) return nullptr;
+    const int64_t *a = t.shape.data(), *b = m[i].shape.data();
+    for (size_t d = 0; d < r; ++d)  // inline: no memcmp call per input
+      if (a[d] != b[d]) return nullptr;
+  }
+  return &k.out;
+}
+
+void CoExecSession::keep_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in, const TensorMetas& out) {
+  if (node >= known_metas_.size()) return;  // a node newer than the graph: its calls infer
+  KnownMetas& k = known_metas_[node];
+  k.op = &op;
+  k.in.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) k.in[i] = {in[i].impl()->shape, in[i].impl()->dtype};
+  k.out = out;
+}
 
 // Live sessions: an eager op between steps may read variables any of them is still updating.
 static std::mutex g_sessions_mu;
@@ -136,7 +189,7 @@ class CoExecSession::IdleExec : public Executor {
  public:
   explicit IdleExec(CoExecSession& s) : s_(s) {}
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                 TensorMetas& meta, PhiloxKey rng) override {
+                 const TensorMetas& meta, PhiloxKey rng) override {
     // In-place writes may race a runner still reading their target; stateful and random ops keep
     // their order with the runners' effects (the generator a late error rewinds).
     bool sync = op.has(kInplace) || op.has(kStateful) || op.has(kRandom);
@@ -306,6 +359,7 @@ void CoExecSession::sync_validated() {
 void CoExecSession::regenerate() {
   sg_ = std::make_shared<graph::SymbolicGraph>(graph::generate(tg_));
   edge_choices_.assign(tg_.num_nodes(), 0);
+  known_metas_.resize(tg_.num_nodes());
   for (const auto& [key, list] : sg_->choices)
     if (!list.empty()) {
       if ((key >> 32) >= edge_choices_.size()) edge_choices_.resize((key >> 32) + 1, 0);
@@ -583,6 +637,7 @@ void CoExecSession::note_growth(bool extended) {
           std::to_string(__builtin_popcountll(growth_bits_)) + " of the last " + std::to_string(kWindow) +
           " steps extended it; " + std::to_string(tg_.num_nodes()) + " nodes); later steps run eagerly");
   tg_ = trace::TraceGraph();
+  known_metas_.clear();  // node ids start over
   sg_.reset();
   converged_ = false;
   cursor_.reset();

@@ -50,14 +50,24 @@ class CoExecSession {
   class IdleExec;
 
   TensorList trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                        TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
+                        const TensorMetas& meta, PhiloxKey rng, const trace::Location& loc);
   struct Known {  // the node a call is, already checked (Cursor::predict, trace::location_is)
     trace::Node* node = nullptr;
     bool iterate = false;
   };
+  // Per TraceGraph node: the outputs' metas of its last skeleton call and the inputs' they were
+  // inferred from (SkeletonExec::known_outputs hands them to dispatch for inputs shaped the same).
+  struct KnownMetas {
+    const OpDef* op = nullptr;  // (a node's op and attributes never change; the op guards a reset graph)
+    TensorMetas in, out;
+  };
+  // Sized when a graph is generated, between steps: an entry a call reads never moves.
+  std::vector<KnownMetas> known_metas_;
+  const TensorMetas* known_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in) const;
+  void keep_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in, const TensorMetas& out);
   // Matches the call at `loc` unless `known` says which node it is.
   TensorList skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                           TensorMetas& meta, PhiloxKey rng, const trace::Location& loc, Known known);
+                           const TensorMetas& meta, PhiloxKey rng, const trace::Location& loc, Known known);
   void on_fetch(const Tensor& t);
   void fall_back(const std::string& why);
   struct RegionState {  // a region instance the walk is in, and its next undecided switch

@@ -102,7 +102,7 @@ static bool predicted_feed(const graph::Input& x, uint32_t run, const trace::Sou
 // An in-place write into NumPy's memory or a view of it (runs_on_host): run now, kept out of the
 // trace and the graph like a stateful op. The target is a host tensor again from here on, so
 // later reads of it are feeds of its value at their call.
-static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs, TensorMetas& meta,
+static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs, const TensorMetas& meta,
                             PhiloxKey rng) {
   TensorList out = execute_eager(op, in, attrs, meta, rng);
   for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k) in[k].impl()->trace_step = 0;
@@ -110,7 +110,7 @@ static TensorList host_call(const OpDef& op, std::span<const Tensor> in, const A
 }
 
 TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                        TensorMetas& meta, PhiloxKey rng, const trace::Location& loc,
+                                        const TensorMetas& meta, PhiloxKey rng, const trace::Location& loc,
                                         Known known) {
   if (op.has(kStateful)) {  // effects outside tensors never enter the graph
     sync_validated();
@@ -279,7 +279,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       const TensorImpl& v = *cell->values.at(k).impl();
       auto t = make_pooled<TensorImpl>();
       t->numel = v.numel;
-      t->shape = std::move(meta[k].shape);
+      t->shape = meta[k].shape;
       t->strides = v.strides;
       t->offset = v.offset;
       t->dtype = meta[k].dtype;
@@ -301,7 +301,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 }
 
 TensorList CoExecSession::trace_call(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                                     TensorMetas& meta, PhiloxKey rng,
+                                     const TensorMetas& meta, PhiloxKey rng,
                                      const trace::Location& loc) {
   if (runs_on_host(op, in, attrs)) return host_call(op, in, attrs, meta, rng);
   TensorList out = execute_eager(op, in, attrs, meta, rng);

@@ -99,7 +99,7 @@ void LazyExec::compute(LazyExec* exec, uint64_t batch, const LazyCell& cell) {
 }
 
 TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                         TensorMetas& meta, PhiloxKey rng) {
+                         const TensorMetas& meta, PhiloxKey rng) {
   std::lock_guard<SpinLock> g(mu_);
   if (op.has(kStateful)) {
     barrier_locked(true);

@@ -31,7 +31,7 @@ class LazyExec : public Executor {
   explicit LazyExec(Stats& stats);
   ~LazyExec();  // runs what is owed: placeholders may outlive the engine
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                 TensorMetas& meta, PhiloxKey rng) override;
+                 const TensorMetas& meta, PhiloxKey rng) override;
   void on_fetch(const Tensor& t) override;
   // Evaluates everything pending, in program order. An op that fails stops it there, as eager
   // stops at that op: its cell and every later one carry the error (reading them re-raises it);

@@ -5,7 +5,7 @@
 namespace terra::runtime {
 
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                               TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending) {
+                               const TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending) {
   TensorList out;
   if (op.has(kView)) {
     out.push_back(op.view(in[0], attrs));
@@ -24,7 +24,7 @@ TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, cons
     out.reserve(meta.size());
     for (uint32_t k = 0; k < meta.size(); ++k) {
       auto t = make_pooled<TensorImpl>();
-      t->shape = std::move(meta[k].shape);
+      t->shape = meta[k].shape;
       t->numel = contiguous_layout(t->shape, t->strides);
       t->dtype = meta[k].dtype;
       pending(*t, k, true);

@@ -33,7 +33,7 @@ class FunctionRef<R(A...)> {
 // `pending(t, k, storage_too)` sets output k's pending value, and with storage_too its storage
 // (a fresh output; a view keeps its base's): set_pending below makes both in one block.
 TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
-                               TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending);
+                               const TensorMetas& meta, FunctionRef<void(TensorImpl&, uint32_t, bool)> pending);
 
 // A placeholder's storage (no data: it carries the version counter) and its pending value in one
 // pooled block: one allocation and one reference count per output instead of two of each. The

@@ -31,13 +31,21 @@ inline void walk_frames(uintptr_t* fp, const uintptr_t* base, int max, std::vect
 // first entries up to its end or its first 0, else -1. No copy, and no return-address check for an
 // address equal to the expected one: that one passed the check when it was recorded (and `stop`
 // was false for it), so the walk would take it again. Records only grow toward older frames on a
-// chain, so the base is checked once, on the last record compared.
+// chain, so the base is checked once, on the last record compared. The first `skip` entries are
+// walked but not compared (a caller one call site away from where the chain was made).
 template <class Stop>
 inline ptrdiff_t walk_matches(uintptr_t* fp, const uintptr_t* base, int max, const uintptr_t* expected, size_t size,
-                              Stop&& stop) {
+                              Stop&& stop, size_t skip = 0) {
   size_t i = 0;
   uintptr_t* last = nullptr;  // the record of the last entry compared
   bool ended = false;         // the chain ends after it (the next record is not above it)
+  for (; i < skip && i < size && expected[i] != 0; ++i) {  // walked, not compared
+    if (!fp || ended) return -1;
+    last = fp;
+    auto* next = reinterpret_cast<uintptr_t*>(fp[0]);
+    ended = next <= fp;
+    fp = next;
+  }
   for (; i < size && expected[i] != 0; ++i) {
     if (!fp || ended || fp[1] != expected[i]) return -1;
     last = fp;

@@ -66,15 +66,15 @@ __attribute__((noinline)) void capture_location(Location& out) {
   out.hash = (h0 ^ (h1 >> 29) ^ (h1 << 35)) * 1099511628211ull ^ uint64_t(n);
 }
 
-__attribute__((noinline)) bool location_is(const Location& expected) {
+__attribute__((noinline)) bool location_is(const Location& expected, int skip) {
   bool same;
   if (g_provider) {
-    same = g_matcher && g_matcher(expected);
+    same = g_matcher && g_matcher(expected, skip);
   } else {  // capture_location's walk, from the same frame
     auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
     if (fp) fp = reinterpret_cast<uintptr_t*>(fp[0]);
-    same = walk_matches(fp, static_cast<uintptr_t*>(t_base), kMaxFrames, expected.frames.data(),
-                        expected.frames.size(), [](uintptr_t) { return false; }) == ptrdiff_t(expected.frames.size());
+    same = walk_matches(fp, static_cast<uintptr_t*>(t_base), kMaxFrames, expected.frames.data(), expected.frames.size(),
+                        [](uintptr_t) { return false; }, size_t(skip)) == ptrdiff_t(expected.frames.size());
   }
   asm volatile("" ::: "memory");  // not a tail call: a matcher starts its walk from this frame
   return same;

@@ -30,7 +30,7 @@ void set_frame_describer(FrameDescriber d);
 // A binding installs its own capture (e.g. Python frames); null restores the C++ frame walk. Its
 // matcher, if it has one, answers location_is for it (without one, location_is says false).
 using LocationProvider = void (*)(Location& out);
-using LocationMatcher = bool (*)(const Location& expected);
+using LocationMatcher = bool (*)(const Location& expected, int skip);
 void set_location_provider(LocationProvider p, LocationMatcher m = nullptr);
 
 // Captures the current location (frame-pointer walk; terra and code linked to terra::terra are
@@ -41,7 +41,9 @@ void capture_location(Location& out);
 // Whether capture_location, called from here, would capture exactly `expected`: a compare per
 // frame, nothing copied or hashed. The co-executing host checks the call the graph predicts this
 // way. Call it where capture_location would be called (the same frame depth). False when unsure:
-// the caller then captures.
-bool location_is(const Location& expected);
+// the caller then captures. With `skip` = 1 the innermost frame is not compared: its caller may
+// call from another site of the function that captured (dispatch asks before it runs the call,
+// Executor::known_outputs), as long as the frames above it are the same.
+bool location_is(const Location& expected, int skip = 0);
 
 }  // namespace terra::trace
