@@ -343,11 +343,14 @@ Message* GraphRunner::begin_op(const graph::OpNode& op, uint64_t p) {
   return &m;
 }
 
-void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip) {
+void GraphRunner::read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip,
+                              bool borrow) {
   in.resize(op.inputs.size());
   auto value = [&](const trace::Source& s) -> Tensor {
     std::vector<Tensor>* r = env_[s.node].at(ring_index(s, op.node));
     if (!r || s.out >= r->size() || !(*r)[s.out].defined()) missing_value(op, s, op.needs_message || op.wait_validated);
+    // (A borrowed handle: the aliasing constructor with an empty owner has no control block.)
+    if (borrow) return Tensor(std::shared_ptr<TensorImpl>(std::shared_ptr<TensorImpl>(), (*r)[s.out].impl()));
     return (*r)[s.out];
   };
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -383,7 +386,10 @@ void GraphRunner::run_op(const graph::OpNode& op, OpRecord* rec) {
   // the reference counts the host's skeleton keeps changing on the same tensors (a cache line
   // bouncing between the two cores on every op).
   std::vector<Tensor>& in = node_in_[op.node];
-  read_inputs(op, v, in, nullptr);
+  // Borrowed: the ring keeps each value until this op published its outputs (keep_outputs drops
+  // the handles first), and an op that keeps an input (a view's base, an in-place target as its
+  // output) owns them.
+  read_inputs(op, v, in, nullptr, !op.op->has(kView) && !op.op->has(kInplace));
   if (debug_protocol()) std::fprintf(stderr, "runner: pos %llu node %u %s\n", (unsigned long long)pos_, op.node, op.op->name);
   // The call's own values: its message's, or the run's predicted ones the host found equal.
   if (op.symbolic_attrs) {

@@ -82,7 +82,11 @@ class GraphRunner {
   // validation) and returns its message (null when it needs none; the caller pops it).
   Message* begin_op(const graph::OpNode& op, uint64_t p);
   // Fills `in` from rings, variables, feeds and phis; inputs flagged in `skip` are left alone.
-  void read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip);
+  // With `borrow`, ring values come as handles that own nothing (no reference count moves): only
+  // for an op that runs at once on this thread and keeps no input (no view, no in-place write),
+  // while its ring still holds them.
+  void read_inputs(const graph::OpNode& op, const Message* v, std::vector<Tensor>& in, const uint8_t* skip,
+                   bool borrow = false);
   // Publishes the outputs of the op at pos_ (cells, ring, releases) and advances pos_.
   void finish_op(const graph::OpNode& op, std::vector<Tensor>& in, std::vector<Tensor>& outs);
   // finish_op's parts: the runner's own bookkeeping (inputs dropped, outputs into the ring, dead
