@@ -18,6 +18,25 @@ struct TensorMeta {
 // Every op call infers one (in the skeleton and on the runner too): pooled, so the call never
 // reaches malloc for it (a malloc/free pair cost ~200 instructions of an op's ~2400 in eager).
 using TensorMetas = std::vector<TensorMeta, PoolAllocator<TensorMeta>>;
+// Whether `in` has exactly the shapes and dtypes `m` holds: the key of a kept inference (the
+// runner's per-node cache, the co-executing host's known calls). Inline: no memcmp call per input.
+inline bool metas_match(const TensorMetas& m, std::span<const Tensor> in) {
+  if (m.size() != in.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const TensorImpl& t = *in[i].impl();
+    const size_t r = t.shape.size();
+    if (t.dtype != m[i].dtype || r != m[i].shape.size()) return false;
+    const int64_t *a = t.shape.data(), *b = m[i].shape.data();
+    for (size_t d = 0; d < r; ++d)
+      if (a[d] != b[d]) return false;
+  }
+  return true;
+}
+// Sets `m` to the shapes and dtypes of `in` (keeping its capacity).
+inline void record_metas(TensorMetas& m, std::span<const Tensor> in) {
+  m.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) m[i] = {in[i].impl()->shape, in[i].impl()->dtype};
+}
 // An op call's outputs as executors return them, pooled for the same reason.
 using TensorList = std::vector<Tensor, PoolAllocator<Tensor>>;
 

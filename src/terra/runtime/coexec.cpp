@@ -110,20 +110,16 @@ class CoExecSession::SkeletonExec : public Executor {
   }
   TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                  const TensorMetas& meta, PhiloxKey rng) override {
-    const Call c = std::exchange(call_, Call{});
-    if (c.op == &op && c.in == in.data()) {  // dispatch asked known_outputs for this very call
-      if (!c.node) {
-        trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
-        return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
-      }
-      if (!c.metas && !op.has(kView) && !op.has(kInplace)) s_.keep_metas(c.node->id, op, in, meta);
-      return s_.skeleton_call(op, in, attrs, meta, rng, c.node->loc, {c.node, c.iterate});
+    // What known_outputs found, if dispatch asked it for this very call (it always does); any other
+    // call is matched by its captured location.
+    Call c = std::exchange(call_, Call{});
+    if (c.op != &op || c.in != in.data()) c = Call{};
+    if (!c.node) {
+      trace::capture_location(s_.loc_);  // here, at the same depth as TracingExec::run captures
+      return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
     }
-    bool iterate = false;  // (every dispatch asks first; kept for a caller that does not)
-    if (trace::Node* n = s_.cursor_->predict(&op, attrs, in.size(), &iterate); n && trace::location_is(n->loc))
-      return s_.skeleton_call(op, in, attrs, meta, rng, n->loc, {n, iterate});
-    trace::capture_location(s_.loc_);
-    return s_.skeleton_call(op, in, attrs, meta, rng, s_.loc_, {});
+    if (!c.metas && !op.has(kView) && !op.has(kInplace)) s_.keep_metas(c.node->id, op, in, meta);
+    return s_.skeleton_call(op, in, attrs, meta, rng, c.node->loc, {c.node, c.iterate});
   }
   void on_fetch(const Tensor& t) override { s_.on_fetch(t); }
 
@@ -142,26 +138,14 @@ class CoExecSession::SkeletonExec : public Executor {
 const TensorMetas* CoExecSession::known_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in) const {
   if (node >= known_metas_.size()) return nullptr;
   const KnownMetas& k = known_metas_[node];
-  const size_t n = in.size();
-  if (k.op != &op || k.in.size() != n) return nullptr;
-  const TensorMeta* m = k.in.data();
-  for (size_t i = 0; i < n; ++i) {
-    const TensorImpl& t = *in[i].impl();
-    const size_t r = t.shape.size();
-    if (t.dtype != m[i].dtype || r != m[i].shape.size()) return nullptr;
-    const int64_t *a = t.shape.data(), *b = m[i].shape.data();
-    for (size_t d = 0; d < r; ++d)  // inline: no memcmp call per input
-      if (a[d] != b[d]) return nullptr;
-  }
-  return &k.out;
+  return k.op == &op && metas_match(k.in, in) ? &k.out : nullptr;
 }
 
 void CoExecSession::keep_metas(uint32_t node, const OpDef& op, std::span<const Tensor> in, const TensorMetas& out) {
   if (node >= known_metas_.size()) return;  // a node newer than the graph: its calls infer
   KnownMetas& k = known_metas_[node];
   k.op = &op;
-  k.in.resize(in.size());
-  for (size_t i = 0; i < in.size(); ++i) k.in[i] = {in[i].impl()->shape, in[i].impl()->dtype};
+  record_metas(k.in, in);
   k.out = out;
 }
 

@@ -25,18 +25,9 @@ void BlockExecutor::run_op(const graph::OpNode& op, std::vector<Tensor>& in, con
 }
 
 const TensorMetas& GraphRunner::MetaCache::get(const graph::OpNode& op, const std::vector<Tensor>& inputs) {
-  bool same = valid && in.size() == inputs.size();
-  for (size_t i = 0; same && i < inputs.size(); ++i) {
-    const TensorImpl& t = *inputs[i].impl();
-    const Shape& a = t.shape;
-    const Shape& b = in[i].shape;
-    same = t.dtype == in[i].dtype && a.size() == b.size();
-    for (size_t d = 0; same && d < a.size(); ++d) same = a[d] == b[d];  // inline: no memcmp call per input
-  }
-  if (same) return out;
+  if (valid && metas_match(in, inputs)) return out;
   out = op.op->infer(inputs, op.attrs);
-  in.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) in[i] = {inputs[i].impl()->shape, inputs[i].impl()->dtype};
+  record_metas(in, inputs);
   valid = true;
   return out;
 }

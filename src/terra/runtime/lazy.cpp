@@ -112,7 +112,7 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
   Batch& b = pending_;
   const uint32_t first = uint32_t(b.inputs.size());
   const int32_t idx = int32_t(b.entries.size());
-  // The entry's metas are copied before placeholder_outputs moves the shapes out of `meta`.
+  // The entry keeps its own copy of the metas: the barrier allocates the outputs from them.
   Entry e{&op, attrs, first, uint32_t(in.size()), rng, make_pooled<LazyCell>(), meta};
   TensorList out;
   try {
