@@ -4,6 +4,7 @@
 // blocks; and nn::Sequential's Linear + ReLU the bits of the layers called one by one.
 #include <gtest/gtest.h>
 
+#include <terra/core/dispatch.h>
 #include <terra/terra.h>
 
 using namespace terra;
@@ -104,4 +105,36 @@ TEST(LinearFused, BiasUpdatedBeforeBackwardIsAllowed) {
   EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(8, 3.0f));
   EXPECT_EQ(b.grad().to_vector<float>(), std::vector<float>(2, 3.0f));
   EXPECT_EQ(y.to_vector<float>(), std::vector<float>(6, 4.0f));
+}
+
+// A linear's backward on a 2-D input with a contiguous weight is the two products and the bias's
+// sum, with one view (go^T) for the weight's product: each view more was one more op for
+// co-execution's skeleton and runner (the composition made five, and sum_to a reshape).
+TEST(LinearFused, BackwardOfA2DInputIsTwoProductsOneViewAndTheBiasSum) {
+  struct Recording : Executor {
+    TensorList run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs, const TensorMetas& meta,
+                   PhiloxKey rng) override {
+      names.push_back(op.name);
+      return execute_eager(op, in, attrs, meta, rng);
+    }
+    std::vector<std::string> names;
+  };
+  for (bool with_relu : {false, true}) {
+    manual_seed(3);
+    Tensor x = randn({8, 6}), w = randn({5, 6}), b = randn({5});
+    for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+    Tensor y = with_relu ? linear_relu(x, w, b) : linear(x, w, b);
+    Tensor gy = ones({8, 5});
+    Recording rec;
+    {
+      ExecutorScope scope(&rec);
+      y.backward(gy);
+    }
+    std::vector<std::string> expected = {"sum", "matmul", "permute", "matmul"};  // transpose is a permute
+    if (with_relu) expected.insert(expected.begin(), {"gt", "where"});
+    EXPECT_EQ(rec.names, expected) << (with_relu ? "linear_relu" : "linear");
+    EXPECT_EQ(b.grad().shape(), (Shape{5}));
+    EXPECT_EQ(w.grad().shape(), (Shape{5, 6}));
+    EXPECT_TRUE(w.grad().impl()->is_contiguous());
+  }
 }

@@ -52,7 +52,16 @@ TensorMetas infer_linear(std::span<const Tensor> in, const Attrs&) {
 TensorList linear_grads(const GradArgs& g, const Tensor& go) {
   const Shape& ws = g.in_meta[1].shape;
   Tensor gb = sum_to(go, g.in_meta[2].shape);
-  TensorList r = matmul_backward(go, g.in[0], transpose(g.in[1], 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
+  const Tensor &x = g.in[0], &w = g.in[1];
+  const auto& wst = w.impl()->strides;
+  if (x.dim() == 2 && ws[0] > 1 && ws[1] > 1 && wst[0] == ws[1] && wst[1] == 1) {
+    // The usual case (2-D input, contiguous weight), without the composition's five views: its x
+    // grad multiplied go by w^T^T, a view with w's own layout, and its w grad was (go^T x)^T^T, a
+    // view of go^T x with that product's layout. The same two products on the same operand layouts
+    // give the same bits; in co-execution each view was one more op for the skeleton and the runner.
+    return {matmul(go, w), matmul(transpose(go, 0, 1), x), gb};
+  }
+  TensorList r = matmul_backward(go, x, transpose(w, 0, 1), g.in_meta[0].shape, {ws[1], ws[0]});
   return {r[0], transpose(r[1], 0, 1), gb};
 }
 TensorList grad_linear(const GradArgs& g) { return linear_grads(g, g.grad_out[0]); }

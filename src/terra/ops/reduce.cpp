@@ -78,8 +78,14 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   int64_t lead = x.dim() - int64_t(shape.size());
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d < lead || (shape[size_t(d - lead)] == 1 && x.shape()[size_t(d)] != 1)) dims.push_back(d);
-  Tensor s = dims.empty() ? x : dispatch1(kSum, {x}, Attrs{{"dims", dims}, {"keepdim", true}});
-  return reshape(s, shape);
+  if (dims.empty()) return reshape(x, shape);
+  // Only leading dims summed away (a bias's gradient): keepdim=false gives `shape` itself, with no
+  // reshape after it (one op fewer; the kernel's sums are the same, keepdim only shapes the output).
+  bool leading_only = lead > 0 && dims.size() == size_t(lead);
+  if (leading_only)
+    for (size_t i = 0; i < shape.size(); ++i) leading_only &= shape[i] == x.shape()[size_t(lead) + i];
+  if (leading_only) return dispatch1(kSum, {x}, Attrs{{"dims", dims}, {"keepdim", false}});
+  return reshape(dispatch1(kSum, {x}, Attrs{{"dims", dims}, {"keepdim", true}}), shape);
 }
 
 }  // namespace terra
