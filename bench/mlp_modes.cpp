@@ -8,6 +8,8 @@
 //
 //   mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] [--sgd] [--threads T]
 //             [--modes eager,lazy,coexec]   (a subset, e.g. one mode to profile; eager always runs first)
+//             [--alone]                     (no eager reference beside the modes asked for: a profile
+//                                           of one mode alone; losses unchecked)
 //             [--model mlp|encoder|cnn]
 //             [--memory eager|lazy|coexec]  (that mode alone, untimed: peak RSS growth and allocator peak;
 //                                           run once per mode, each in its own process)
@@ -40,6 +42,7 @@ struct Opts {
   std::string modes = "eager,lazy,coexec";
   std::string model = "mlp";
   std::string memory;  // --memory MODE: that mode alone, memory only
+  bool alone = false;  // --alone: no untimed eager reference beside the modes asked for (losses unchecked)
 };
 
 class Mlp : public nn::Module {
@@ -220,6 +223,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) o.modes = argv[++i];
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) o.model = argv[++i];
     else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) o.memory = argv[++i];
+    else if (!std::strcmp(argv[i], "--alone")) o.alone = true;
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
                            "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--model mlp|encoder|cnn] "
@@ -254,14 +258,16 @@ int main(int argc, char** argv) {
   const Mode modes[] = {Mode::Eager, Mode::Lazy, Mode::CoExecution};
   std::vector<std::unique_ptr<Run>> runs;
   for (Mode m : modes)
-    if (m == Mode::Eager || o.modes.find(mode_name(m)) != std::string::npos) runs.push_back(std::make_unique<Run>(m, o));
+    if ((m == Mode::Eager && !o.alone) || o.modes.find(mode_name(m)) != std::string::npos)
+      runs.push_back(std::make_unique<Run>(m, o));
   // Eager is the reference for losses and ratios; it runs untimed when not asked for.
   const bool time_eager = o.modes.find("eager") != std::string::npos;
+  const bool untimed_ref = !time_eager && !o.alone;  // runs[0]: eager, run only for its losses
   for (auto& r : runs)  // warm-up: tracing, graph generation, caches
     for (int i = 0; i < 20; ++i) r->losses.push_back(r->step());
   for (int64_t round = 0; round < o.rounds; ++round)
     for (auto& r : runs) {
-      if (!time_eager && r == runs[0]) {
+      if (untimed_ref && r == runs[0]) {
         for (int64_t i = 0; i < o.steps; ++i) r->losses.push_back(r->step());
         continue;
       }
@@ -290,14 +296,17 @@ int main(int argc, char** argv) {
     Stats s = r->engine.stats();
     bool same = r->losses == runs[0]->losses;
     exact &= same;
-    if (!time_eager && &r == &runs[0]) continue;
+    if (untimed_ref && &r == &runs[0]) continue;
     double steps = double(s.steps);
     double ts = double(std::max<int64_t>(r->timed_steps, 1));
     std::printf("%-8s %10.1f %8.2fx %8lld %8lld %13.1f %15.1f %13.1f %15.1f  %s\n", mode_name(r->engine.mode()),
                 median(r->rates), eager > 0 ? median(r->rates) / eager : 0.0, (long long)s.traces, (long long)s.fallbacks,
                 1e6 * s.host_busy_s / steps, 1e6 * s.runner_busy_s / steps, 1e6 * r->host_cpu / ts,
                 1e6 * r->runner_cpu / ts,
-                &r == &runs[0] ? "ref" : same ? "exact" : "DIFFER");
+                runs[0]->engine.mode() != Mode::Eager ? "unchecked"
+                : &r == &runs[0]                       ? "ref"
+                : same                                 ? "exact"
+                                                       : "DIFFER");
   }
   for (auto& r : runs) {
     Stats s = r->engine.stats();
