@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--alone")) o.alone = true;
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--model mlp|encoder|cnn] "
+                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--alone] [--model mlp|encoder|cnn] "
                            "[--memory eager|lazy|coexec]\n");
       return 2;
     }
