@@ -53,8 +53,7 @@ TensorList linear_grads(const GradArgs& g, const Tensor& go) {
   const Shape& ws = g.in_meta[1].shape;
   Tensor gb = sum_to(go, g.in_meta[2].shape);
   const Tensor &x = g.in[0], &w = g.in[1];
-  const auto& wst = w.impl()->strides;
-  if (x.dim() == 2 && ws[0] > 1 && ws[1] > 1 && wst[0] == ws[1] && wst[1] == 1) {
+  if (x.dim() == 2 && ws[0] > 1 && ws[1] > 1 && w.impl()->is_contiguous()) {
     // The usual case (2-D input, contiguous weight), without the composition's five views: its x
     // grad multiplied go by w^T^T, a view with w's own layout, and its w grad was (go^T x)^T^T, a
     // view of go^T x with that product's layout. The same two products on the same operand layouts
