@@ -109,7 +109,10 @@ py::array to_array(const Tensor& t, bool writable) {
   // A writable view lets NumPy write the storage behind terra's back, as from_numpy does. Marked
   // before the fetch too: co-execution then waits for every op called before this one (they may
   // read the bytes NumPy is about to write), not only for the value's own op.
-  if (writable) t.impl()->storage->foreign = true;
+  if (writable) {
+    auto g = lock_if_awaiting(*t.impl());  // another thread's first read may be installing the value
+    t.impl()->storage->foreign = true;
+  }
   const T* p = without_gil([&] { return t.data_ptr<T>(); });  // the fetch point (waits for the value)
   if (writable) t.impl()->storage->foreign = true;  // the storage the value has now (the runner's)
   // The array keeps the storage alive, not the tensor: the tensor may die first.

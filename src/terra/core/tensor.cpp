@@ -71,6 +71,11 @@ static std::mutex& install_lock(const TensorImpl* t) {
   return locks[(reinterpret_cast<uintptr_t>(t) >> 6) % 64];
 }
 
+std::unique_lock<std::mutex> lock_if_awaiting(const TensorImpl& t) {
+  if (!t.awaiting.load(std::memory_order_acquire)) return {};
+  return std::unique_lock<std::mutex>(install_lock(&t));
+}
+
 void* TensorImpl::data_slow() {
   if (!has_data()) {
     std::shared_ptr<PendingValue> p;
@@ -266,8 +271,7 @@ Tensor Tensor::detach() const {
   d->dtype = s.dtype;
   {
     // A pending value: read as one with its layout, not while another thread installs it.
-    std::unique_lock<std::mutex> g;
-    if (s.awaiting.load(std::memory_order_acquire)) g = std::unique_lock<std::mutex>(install_lock(&s));
+    auto g = lock_if_awaiting(s);
     d->strides = s.strides;
     d->offset = s.offset;
     d->storage = s.storage;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "terra/core/dtype.h"
@@ -24,7 +25,7 @@ struct PendingValue {
   // Blocks until the value exists (or raises its error); touches no field of `t`.
   virtual void wait(const TensorImpl& t) { (void)t; }
   // Called after wait(), under the tensor's lock: must leave t.storage holding data laid out as
-  // t.shape/t.strides/t.offset describe, then call t.installed().
+  // t.shape/t.strides/t.offset describe (TensorImpl::adopt), then call t.installed().
   virtual void materialize(TensorImpl& t) = 0;
 };
 
@@ -80,6 +81,15 @@ struct TensorImpl {
     pending = std::move(p);
     awaiting.store(true, std::memory_order_relaxed);
   }
+  // materialize's step: this tensor names v's bytes. The layout is written only where it differs:
+  // a graph mode's values have the layout its placeholders were given, and the thread that owns
+  // the tensor reads that layout without a lock (an op's inputs) while another thread's first
+  // read may be installing the value. The storage it reads only under lock_if_awaiting.
+  void adopt(const TensorImpl& v) {
+    if (strides != v.strides) strides = v.strides;
+    if (offset != v.offset) offset = v.offset;
+    storage = v.storage;
+  }
   // materialize's last step, the layout and storage in place: readers take the value from here.
   void installed() {
     awaiting.store(false, std::memory_order_release);
@@ -91,6 +101,12 @@ struct TensorImpl {
  private:
   void* data_slow();
 };
+
+// For code that reads a tensor's `storage` or `pending` without being its first reader (an op
+// call's inputs): another thread's first read may be replacing both (data_slow, under the tensor's
+// install lock). Holds that lock while the tensor still awaits its value; empty otherwise (an
+// installed value's fields no longer change).
+std::unique_lock<std::mutex> lock_if_awaiting(const TensorImpl& t);
 
 class Tensor {
  public:

@@ -22,7 +22,10 @@ Tensor make_view(const Tensor& in, Shape shape, Shape strides, int64_t offset) {
   v->strides = std::move(strides);
   v->offset = offset;
   v->dtype = src->dtype;
-  v->storage = src->storage;  // graph modes give host-side views of placeholders their own pending value
+  {
+    auto g = lock_if_awaiting(*src);  // a placeholder another thread may be reading first
+    v->storage = src->storage;  // graph modes give host-side views of placeholders their own pending value
+  }
   v->base = src->base ? src->base : in.impl_ptr();
   return Tensor(std::move(v));
 }

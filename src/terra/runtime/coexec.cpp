@@ -161,7 +161,9 @@ static std::atomic<int> g_value_writers{0};
 // placeholders wait for their own op when read (materialize).
 static bool graph_may_write(const Tensor& t) {
   const TensorImpl* i = t.impl();
-  return i && i->storage &&
+  if (!i) return false;
+  auto g = lock_if_awaiting(*i);  // a placeholder another thread may be reading first
+  return i->storage &&
          (i->storage->deferred_write.load(std::memory_order_relaxed) || i->storage->foreign.load(std::memory_order_relaxed));
 }
 

@@ -216,7 +216,9 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
       if (set[size_t(idx)].kind != trace::Source::Op && (set.size() > 1 || set[0].kind == trace::Source::External) &&
           !(by_run && predicted_feed(by_run->inputs[i], run, got))) {
         fed = true;
-        auto* sp = dynamic_cast<SkelPending*>(t->pending.get());
+        std::shared_ptr<PendingValue> pv;  // kept: another thread's first read may drop t's meanwhile
+        if (auto g = lock_if_awaiting(*t); g.owns_lock()) pv = t->pending;
+        auto* sp = dynamic_cast<SkelPending*>(pv.get());
         // Another engine's placeholder: its runner is not ordered with this one, which could read
         // the cell before it is filled. Its value is taken here, as eager would read it.
         if (sp && !t->has_data() && sp->step && sp->step->runner != &runner_->channel()) {
@@ -226,7 +228,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
           feeds_[i] = sp->settled.defined()
                           ? FeedValue{sp->settled, nullptr, 0}
-                          : FeedValue{Tensor(), std::shared_ptr<ValueCell>(t->pending, &sp->slot->vals->cell), sp->out,
+                          : FeedValue{Tensor(), std::shared_ptr<ValueCell>(pv, &sp->slot->vals->cell), sp->out,
                                       sp->step.get(), sp->seq};
         else if (!feeds_[i].tensor.defined())  // (a snapshot was put there above)
           feeds_[i] = FeedValue{in[i], nullptr, 0};
@@ -259,7 +261,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
 
   if (op.has(kInplace))
     for (uint32_t k = 0, n = inplace_targets(op, attrs); k < n; ++k)
-      if (in[k].impl()->pending) note_value_write();  // this step (see thread_value_writes_pending)
+      if (in[k].impl()->awaiting.load(std::memory_order_acquire)) note_value_write();  // this step (see thread_value_writes_pending)
   // Placeholders: shapes and strides exactly as eager would give them, values from the runner.
   bool ready = false;
   CellSlot* slot = st_->host_cell(seq_, &ready);

@@ -35,10 +35,7 @@ struct LazyPending final : PendingValue {
     if (cell->error) std::rethrow_exception(cell->error);
     if (out >= cell->values.size() || !cell->values[out].defined())
       throw std::runtime_error("[lazy] value of shape " + shape_str(t.shape) + " was never computed");
-    const TensorImpl& v = *cell->values[out].impl();
-    t.strides = v.strides;
-    t.offset = v.offset;
-    t.storage = v.storage;
+    t.adopt(*cell->values[out].impl());
     t.installed();  // may destroy *this
   }
 };
@@ -98,8 +95,21 @@ void LazyExec::compute(LazyExec* exec, uint64_t batch, const LazyCell& cell) {
   exec->barrier_locked(/*raise=*/false);
 }
 
+// Whether `t` is a value some other engine (lazy or co-executed) still owes.
+bool LazyExec::owed_elsewhere(const TensorImpl& t) const {
+  auto g = lock_if_awaiting(t);
+  if (!g.owns_lock() || !t.pending) return false;
+  const PendingValue& pv = *t.pending;
+  return typeid(pv) != typeid(LazyPending) || static_cast<const LazyPending&>(pv).exec != this;
+}
+
 TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                          const TensorMetas& meta, PhiloxKey rng) {
+  // Another engine's values are read here, as eager reads them, before this engine's lock: a
+  // barrier holding it must never wait for another engine's lock. Two engines on two threads whose
+  // batches read each other's values would otherwise each hold their own and wait for the other's.
+  for (const Tensor& x : in)
+    if (owed_elsewhere(*x.impl())) x.impl()->data();
   std::lock_guard<SpinLock> g(mu_);
   if (op.has(kStateful)) {
     barrier_locked(true);
@@ -120,13 +130,20 @@ TensorList LazyExec::run(const OpDef& op, std::span<const Tensor> in, const Attr
     b.refs.resize(first + in.size());
     for (size_t i = 0; i < in.size(); ++i) {
       TensorImpl* t = in[i].impl();
-      // An exact type check: a dynamic_cast per input costs more than the rest of this loop.
-      PendingValue* pv = t->pending.get();
-      auto* lp = pv && typeid(*pv) == typeid(LazyPending) ? static_cast<LazyPending*>(pv) : nullptr;
-      // Another engine's batch may carry the same number: only this engine's entries are wired.
-      if (lp && lp->exec == this && lp->batch == batch_ && !t->has_data()) b.refs[first + i] = {lp->entry, lp->out};
+      // This batch's placeholders are not read anywhere before its barrier; an older one may be
+      // installed by another thread's first read meanwhile (the lock keeps `pending` alive here).
+      if (auto g = lock_if_awaiting(*t); g.owns_lock()) {
+        // An exact type check: a dynamic_cast per input costs more than the rest of this loop.
+        PendingValue* pv = t->pending.get();
+        auto* lp = pv && typeid(*pv) == typeid(LazyPending) ? static_cast<LazyPending*>(pv) : nullptr;
+        // Another engine's batch may carry the same number: only this engine's entries are wired.
+        if (lp && lp->exec == this && lp->batch == batch_) {
+          b.refs[first + i] = {lp->entry, lp->out};
+          continue;
+        }
+      }
       // NumPy may overwrite a shared array before the barrier: keep the value of this call.
-      else if (needs_snapshot(*t))
+      if (needs_snapshot(*t))
         b.inputs[first + i] = Tensor(host_snapshot(*t));
     }
     // Storage and pending value apart (not set_pending's one block): the fusion planner reads
@@ -213,7 +230,7 @@ void LazyExec::barrier_locked(bool raise) {
       for (uint32_t i = 0; i < e.n_in; ++i) {
         in[i] = operand(work, e.in_first + i);
         // An earlier batch's value: materialized here (its error raised here), never in a kernel.
-        if (in[i].impl()->pending && !in[i].impl()->has_data()) in[i].impl()->data();
+        if (in[i].impl()->awaiting.load(std::memory_order_acquire)) in[i].impl()->data();
       }
       execute_eager_into(*e.op, in, e.attrs, e.meta, e.rng, /*bump_version=*/false, e.cell->values);
       in.clear();

@@ -43,6 +43,7 @@ class LazyExec : public Executor {
 
  private:
   void barrier_locked(bool raise);
+  bool owed_elsewhere(const TensorImpl& t) const;
   struct Ref {  // an input: output `out` of pending entry `entry`, or an outside tensor (entry -1)
     int32_t entry = -1;
     uint32_t out = 0;

@@ -57,7 +57,7 @@ const Tensor& LazyExec::operand(const Batch& b, uint32_t slot) {
 }
 
 bool LazyExec::fits_run(const TensorImpl& t, int64_t n) {
-  if (t.pending && !t.has_data()) return false;
+  if (t.awaiting.load(std::memory_order_acquire)) return false;
   return t.numel == 1 || (t.numel == n && t.is_contiguous());
 }
 

@@ -14,6 +14,7 @@ TensorList placeholder_outputs(const OpDef& op, std::span<const Tensor> in, cons
     const uint32_t n = inplace_targets(op, attrs);
     out.assign(in.begin(), in.begin() + n);
     for (uint32_t k = 0; k < n; ++k) {
+      auto g = lock_if_awaiting(*in[k].impl());  // a placeholder another thread may be reading first
       in[k].impl()->storage->version.fetch_add(1);
       // The write is owed from here on: the host bytes are not this value until the graph runs it.
       // Set only where a write is really deferred (not where a graph mode ran the op at once), so a

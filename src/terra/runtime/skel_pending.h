@@ -95,9 +95,7 @@ struct SkelPending : PendingValue, SlotLink {
       v = cell.values[out].impl();
       slot->pinned.store(true, std::memory_order_release);  // `t` names the value from here on
     }
-    t.strides = v->strides;
-    t.offset = v->offset;
-    t.storage = v->storage;
+    t.adopt(*v);
     g.unlock();
     t.installed();  // may destroy *this: nothing below
   }

@@ -329,9 +329,15 @@ Node* TraceGraph::extend(Cursor& c, const Record& rec, bool& changed) {
   return target;
 }
 
+// Which storage and pending value `t` names, read while another thread may be installing its value.
+static std::pair<const Storage*, const PendingValue*> value_refs(const TensorImpl& t) {
+  auto g = lock_if_awaiting(t);
+  return {t.storage.get(), t.pending.get()};
+}
+
 static bool same_view(const TensorImpl& a, const TensorImpl& b) {
-  return a.storage == b.storage && a.pending == b.pending && a.offset == b.offset && a.dtype == b.dtype &&
-         a.shape == b.shape && a.strides == b.strides;
+  return value_refs(a) == value_refs(b) && a.offset == b.offset && a.dtype == b.dtype && a.shape == b.shape &&
+         a.strides == b.strides;
 }
 
 ExternalRef external_ref(const std::shared_ptr<TensorImpl>& in, uint64_t step_first_id) {
