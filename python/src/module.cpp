@@ -111,6 +111,10 @@ PYBIND11_MODULE(_terra, m) {
   m.def("get_thread_affinity", &thread_affinity, "Whether terra places its own threads (set_thread_affinity).");
   m.def("get_num_threads", &num_threads,
         "Threads terra's CPU kernels use: set_num_threads's value, else OMP_NUM_THREADS, else the usable CPUs.");
+  m.def("set_flush_denormal", &set_flush_denormal, py::arg("mode"),
+        "True (the default): terra's kernels flush denormal floats to zero, as TensorFlow's do; False: IEEE "
+        "gradual underflow, as torch's default. Returns whether this CPU can flush.");
+  m.def("get_flush_denormal", &flush_denormal, "Whether terra's kernels flush denormal floats to zero.");
   m.def("_registered_ops", [] {
     std::vector<std::string> names;
     for (const OpDef* op : all_ops()) names.push_back(op->name);

@@ -4,6 +4,7 @@
 #include "terra/core/allocator.h"
 #include "terra/core/dispatch.h"
 #include "terra/core/dtype.h"
+#include "terra/core/float_env.h"
 #include "terra/core/random.h"
 #include "terra/core/shape.h"
 #include "terra/core/tensor.h"

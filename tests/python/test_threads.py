@@ -69,5 +69,41 @@ class TestThreads(unittest.TestCase):
         np.testing.assert_allclose(two, a.numpy().astype(np.float64) @ b.numpy().astype(np.float64), rtol=1e-4, atol=1e-3)
 
 
+
+class TestFlushDenormal(unittest.TestCase):
+    """terra.set_flush_denormal / terra.get_flush_denormal: terra's kernels flush denormals to zero by
+    default; off gives IEEE gradual underflow; Python's own floats are never affected."""
+
+    def tearDown(self):
+        terra.set_flush_denormal(True)
+
+    def test_default_on_and_switchable(self):
+        self.assertTrue(terra.get_flush_denormal())
+        self.assertEqual((terra.full([3], 1e-30) * 1e-9).tolist(), [0.0, 0.0, 0.0])
+        self.assertTrue(terra.set_flush_denormal(False))
+        self.assertFalse(terra.get_flush_denormal())
+        ieee = float(np.float32(1e-30) * np.float32(1e-9))
+        self.assertGreater(ieee, 0.0)
+        self.assertEqual((terra.full([3], 1e-30) * 1e-9).tolist(), [ieee] * 3)
+        self.assertGreater(1e-300 * 1e-10, 0.0)  # the interpreter's floats, after terra's kernels ran
+
+    def test_every_mode_alike(self):
+        for flush in (True, False):
+            terra.set_flush_denormal(flush)
+            got = {}
+            for mode in ("eager", "lazy", "coexec"):
+                eng = terra.Engine(mode)
+                m = terra.full([4096], 1e-36)
+                vals = []
+                for _ in range(12):
+                    with eng.step():
+                        m = m * 0.5
+                        vals.append(m.sum().item())
+                got[mode] = vals
+            self.assertEqual(got["lazy"], got["eager"])
+            self.assertEqual(got["coexec"], got["eager"])
+            self.assertEqual(got["eager"][-1] == 0.0, flush)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

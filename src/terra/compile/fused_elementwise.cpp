@@ -7,6 +7,7 @@
 #include "terra/backend/cpu/jit_elementwise.h"
 #include "terra/backend/cpu/parallel.h"
 #include "terra/compile/passes.h"
+#include "terra/core/float_env.h"
 #include "terra/core/object_pool.h"
 
 namespace terra::compile {
@@ -242,6 +243,7 @@ void run_flat(const FusedKernel& k, std::span<const Tensor> slots) {
 }  // namespace
 
 void run_fused(const FusedKernel& k, std::span<const Tensor> slots) {
+  KernelFloatEnv fe;  // as every kernel (core/float_env.h)
   if (flat(k)) return run_flat(k, slots);
   for (const Tensor& t : slots)
     if (t.defined()) t.impl()->data();  // pending values exist before any worker reads them

@@ -1,5 +1,6 @@
 #include "terra/core/dispatch.h"
 #include "terra/core/execute.h"
+#include "terra/core/float_env.h"
 
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@ namespace terra {
 template <class Out>
 void execute_eager_into(const OpDef& op, std::span<const Tensor> in, const Attrs& attrs,
                         const TensorMetas& meta, PhiloxKey rng, bool bump_version, Out& out) {
+  KernelFloatEnv fe;  // denormals flushed in every mode, on every thread (core/float_env.h)
   out.clear();
   if (op.has(kView)) {
     in[0].impl()->data();  // a pending value must exist before a view of it can point into it

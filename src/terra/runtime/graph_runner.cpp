@@ -11,6 +11,7 @@
 #include "terra/compile/passes.h"
 #include "terra/core/dispatch.h"
 #include "terra/core/execute.h"
+#include "terra/core/float_env.h"
 #include "terra/core/threads.h"
 #include "terra/runtime/lend_core.h"
 #include "terra/trace/trace_graph.h"
@@ -69,6 +70,7 @@ void GraphRunner::loop() {
   place_runner_thread();  // never on a pool worker's CPU (core/threads.h)
   take_tensor_ids_in_blocks();  // its tensors never reach the host as objects
   leave_core_to_host(host_waiting_.get());
+  set_thread_float_env();  // its kernels' scopes then change nothing (again at each step: a user may switch)
   for (;;) {
     Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;
@@ -136,6 +138,7 @@ std::exception_ptr GraphRunner::with_call_site(std::exception_ptr err, const Ste
 }
 
 void GraphRunner::run_step(StepState& st) {
+  set_thread_float_env();
   st_ = &st;
   g_ = st.graph.get();
   pos_ = 0;

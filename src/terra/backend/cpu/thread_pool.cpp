@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "terra/core/float_env.h"
 #include "terra/core/object_pool.h"
 #include "terra/core/threads.h"
 #include "terra/core/wait.h"
@@ -78,6 +79,7 @@ struct Job {
 
   // Claims and runs chunks until none are left.
   void work() {
+    KernelFloatEnv fe;  // a guest (a user's thread lending its core) gets its own back after
     for (;;) {
       int64_t c = next.fetch_add(1, std::memory_order_relaxed);
       if (c >= p.count) return;
@@ -265,7 +267,10 @@ class Pool {
         std::lock_guard<std::mutex> lock(mu_);
         job = current_;
       }
-      if (job && job->seats.fetch_sub(1, std::memory_order_relaxed) > 0) job->work();
+      if (job && job->seats.fetch_sub(1, std::memory_order_relaxed) > 0) {
+        set_thread_float_env();  // for good: the job's scope then changes nothing
+        job->work();
+      }
     }
   }
 
