@@ -10,6 +10,8 @@
 //             [--modes eager,lazy,coexec]   (a subset, e.g. one mode to profile; eager always runs first)
 //             [--alone]                     (no eager reference beside the modes asked for: a profile
 //                                           of one mode alone; losses unchecked)
+//             [--ieee-denormals]            (set_flush_denormal(false): denormals as IEEE and torch
+//                                           have them; Adam's moments reach them after ~700 steps)
 //             [--model mlp|encoder|cnn]
 //             [--memory eager|lazy|coexec]  (that mode alone, untimed: peak RSS growth and allocator peak;
 //                                           run once per mode, each in its own process)
@@ -43,6 +45,7 @@ struct Opts {
   std::string model = "mlp";
   std::string memory;  // --memory MODE: that mode alone, memory only
   bool alone = false;  // --alone: no untimed eager reference beside the modes asked for (losses unchecked)
+  bool ieee_denormals = false;  // --ieee-denormals: terra::set_flush_denormal(false)
 };
 
 class Mlp : public nn::Module {
@@ -224,9 +227,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) o.model = argv[++i];
     else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) o.memory = argv[++i];
     else if (!std::strcmp(argv[i], "--alone")) o.alone = true;
+    else if (!std::strcmp(argv[i], "--ieee-denormals")) o.ieee_denormals = true;
     else {
       std::fprintf(stderr, "usage: mlp_modes [--width W] [--batch B] [--layers L] [--steps N] [--rounds R] "
-                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--alone] [--model mlp|encoder|cnn] "
+                           "[--sgd] [--threads T] [--modes eager,lazy,coexec] [--alone] [--ieee-denormals] [--model mlp|encoder|cnn] "
                            "[--memory eager|lazy|coexec]\n");
       return 2;
     }
@@ -237,6 +241,7 @@ int main(int argc, char** argv) {
   }
   if (o.batch == 0) o.batch = o.model == "encoder" ? 8 : 16;  // issue #8's encoder and CNN, issue #9's MLP
   if (o.threads != 0) set_num_threads(int(o.threads));  // throws for T < 1
+  if (o.ieee_denormals) set_flush_denormal(false);
   if (!o.memory.empty()) {
     // Memory of one mode in this process: RSS growth from before the model is built.
     Mode m;

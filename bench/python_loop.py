@@ -176,9 +176,13 @@ def main():
     p.add_argument("--no-micro", action="store_true")
     p.add_argument("--only-micro", action="store_true")
     p.add_argument("--threads", type=int, default=0, help="terra.set_num_threads (default: terra's own choice)")
+    p.add_argument("--ieee-denormals", action="store_true",
+                   help="terra.set_flush_denormal(False): denormals as IEEE and torch have them")
     args = p.parse_args()
     if args.threads > 0:
         terra.set_num_threads(args.threads)
+    if args.ieee_denormals:
+        terra.set_flush_denormal(False)
     modes = args.modes.split(",")
     if "eager" in modes:  # the reference comes first (without it, ratios are vs the first mode)
         modes = ["eager"] + [m for m in modes if m != "eager"]

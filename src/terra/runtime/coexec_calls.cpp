@@ -222,7 +222,7 @@ TensorList CoExecSession::skeleton_call(const OpDef& op, std::span<const Tensor>
         // Another engine's placeholder: its runner is not ordered with this one, which could read
         // the cell before it is filled. Its value is taken here, as eager would read it.
         if (sp && !t->has_data() && sp->step && sp->step->runner != &runner_->channel()) {
-          t->data();  // waits for that runner; `sp` is gone
+          t->data();  // waits for that runner and installs its value here
           sp = nullptr;
         }
         if (sp && !t->has_data())  // settled: its value; else shares its ownership (the slot keeps the values)
