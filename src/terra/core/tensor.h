@@ -82,9 +82,10 @@ struct TensorImpl {
     awaiting.store(true, std::memory_order_relaxed);
   }
   // materialize's step: this tensor names v's bytes. The layout is written only where it differs:
-  // a graph mode's values have the layout its placeholders were given, and the thread that owns
-  // the tensor reads that layout without a lock (an op's inputs) while another thread's first
-  // read may be installing the value. The storage it reads only under lock_if_awaiting.
+  // a graph mode's values have the layout its placeholders were given, and an op call that takes
+  // this tensor as an input reads the layout without a lock while another thread's first read may
+  // be installing the value. The storage, which this replaces, such calls read under
+  // lock_if_awaiting.
   void adopt(const TensorImpl& v) {
     if (strides != v.strides) strides = v.strides;
     if (offset != v.offset) offset = v.offset;
