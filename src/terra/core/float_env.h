@@ -3,11 +3,11 @@
 //
 // A training loop's optimizer state decays into the denormal range: Adam's moments of a weight whose
 // gradient is 0 (a dead ReLU unit, a memorized batch) shrink by beta every step, and once below
-// FLT_MIN each operation on them takes a microcode assist of ~100 cycles. Measured on issue #9's MLP
-// (one thread): Adam's update went from 147 to 445 µs a step after ~700 steps, and stayed there. So,
-// as TensorFlow's CPU kernels do, terra's kernels flush denormals by default: results below FLT_MIN
-// become 0 (FTZ) and denormal inputs read as 0 (DAZ). Only terra's kernels run so: a user's thread
-// gets its own environment back when the kernel returns.
+// FLT_MIN the CPU handles each operation on them in microcode, many times slower. Measured on issue
+// #9's MLP (one thread, bench/denormals): Adam's update went from 146 to 441 µs a step after ~700
+// steps, and stayed there. So, as TensorFlow's CPU kernels do, terra's kernels flush denormals by
+// default: results below FLT_MIN become 0 (FTZ) and denormal inputs read as 0 (DAZ). Only terra's
+// kernels run so: a user's thread gets its own environment back when the kernel returns.
 #pragma once
 #include <atomic>
 
