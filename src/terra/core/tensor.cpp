@@ -79,10 +79,8 @@ std::unique_lock<std::mutex> lock_if_awaiting(const TensorImpl& t) {
 void* TensorImpl::data_slow() {
   if (!has_data()) {
     std::shared_ptr<PendingValue> p;
-    if (awaiting.load(std::memory_order_acquire)) {
-      std::lock_guard<std::mutex> g(install_lock(this));
-      if (awaiting.load(std::memory_order_relaxed)) p = pending;  // another thread's install resets it under the lock
-    }
+    // Another thread's install resets `pending` under the lock.
+    if (auto g = lock_if_awaiting(*this); g.owns_lock() && awaiting.load(std::memory_order_relaxed)) p = pending;
     if (p) {
       p->wait(*this);
       std::lock_guard<std::mutex> g(install_lock(this));

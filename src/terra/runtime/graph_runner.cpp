@@ -70,7 +70,6 @@ void GraphRunner::loop() {
   place_runner_thread();  // never on a pool worker's CPU (core/threads.h)
   take_tensor_ids_in_blocks();  // its tensors never reach the host as objects
   leave_core_to_host(host_waiting_.get());
-  set_thread_float_env();  // its kernels' scopes then change nothing (again at each step: a user may switch)
   for (;;) {
     Message& m = ch_.front();
     if (m.kind == Message::Shutdown) return;
@@ -138,7 +137,7 @@ std::exception_ptr GraphRunner::with_call_site(std::exception_ptr err, const Ste
 }
 
 void GraphRunner::run_step(StepState& st) {
-  set_thread_float_env();
+  set_thread_float_env();  // its kernels' scopes then change nothing; per step, as a user may switch
   st_ = &st;
   g_ = st.graph.get();
   pos_ = 0;
